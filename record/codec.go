@@ -1,0 +1,28 @@
+package record
+
+// Codec is a batch compression codec, attribute bits 0-2.
+type Codec int8
+
+const (
+	CodecNone   Codec = 0
+	CodecGzip   Codec = 1
+	CodecSnappy Codec = 2
+	CodecLZ4    Codec = 3
+	CodecZstd   Codec = 4
+)
+
+func (c Codec) String() string {
+	switch c {
+	case CodecNone:
+		return "none"
+	case CodecGzip:
+		return "gzip"
+	case CodecSnappy:
+		return "snappy"
+	case CodecLZ4:
+		return "lz4"
+	case CodecZstd:
+		return "zstd"
+	}
+	return "unknown"
+}
