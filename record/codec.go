@@ -26,3 +26,7 @@ func (c Codec) String() string {
 	}
 	return "unknown"
 }
+
+// valid reports whether c is one of the five codecs Kafka defines; the
+// attribute bits can also hold 5-7, which no client writes.
+func (c Codec) valid() bool { return c >= CodecNone && c <= CodecZstd }
