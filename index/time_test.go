@@ -39,7 +39,7 @@ func TestTimeAppendAndLookup(t *testing.T) {
 		want    error
 		added   bool
 	}{
-		{-5, 1000, nil, false},  // at or below NoTimestamp: not indexed, as in Kafka
+		{-5, 1000, nil, false}, // at or below NoTimestamp: not indexed, as in Kafka
 		{NoTimestamp, 1000, nil, false},
 		{100, 1001, nil, true},
 		{100, 1002, nil, false}, // timestamp did not grow
