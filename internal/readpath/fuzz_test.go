@@ -65,6 +65,13 @@ func FuzzView(f *testing.F) {
 
 		var buf bytes.Buffer
 		wn, werr := v.WriteTo(&buf)
+		if n == 0 {
+			b, err := v.Bytes()
+			if wn != 0 || werr != nil || len(b) != 0 || err != nil {
+				t.Fatalf("empty view at %d: WriteTo = %d, %v; Bytes = %d bytes, %v", pos, wn, werr, len(b), err)
+			}
+			return
+		}
 		if pos+int64(n) > size {
 			if !errors.Is(werr, ErrTruncated) || wn != 0 || buf.Len() != 0 {
 				t.Fatalf("WriteTo past EOF [%d,+%d) = %d, %v", pos, n, wn, werr)

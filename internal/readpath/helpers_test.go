@@ -209,7 +209,7 @@ func randRange(rng *rand.Rand, size, maxLen int) (pos int64, n int) {
 	case 1: // straddles a page boundary
 		page := 4096 * (1 + rng.IntN(size/4096-1))
 		n = 2 + rng.IntN(min(maxLen, 8192))
-		pos = int64(page - 1 - rng.IntN(n-1))
+		pos = int64(max(0, page-1-rng.IntN(n-1)))
 		if int(pos)+n > size {
 			n = size - int(pos)
 		}

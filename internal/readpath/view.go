@@ -73,7 +73,8 @@ func (v *View) Bytes() ([]byte, error) {
 
 // WriteTo writes the view to w and implements io.WriterTo, so io.Copy uses it.
 // It first checks that the file still holds the whole range and returns
-// ErrTruncated, having written nothing, if not.
+// ErrTruncated, having written nothing, if not. An empty view writes nothing
+// and checks nothing.
 //
 // Mmap: one w.Write of the mapped bytes, under Guard, so a fault while w
 // copies them becomes an error wrapping ErrFault. A writer that passes the
@@ -90,11 +91,11 @@ func (v *View) WriteTo(w io.Writer) (int64, error) {
 	if v.released.Load() {
 		return 0, fmt.Errorf("%w: write %s [%d, %d)", ErrReleased, v.src.name, v.pos, v.end())
 	}
-	if err := v.src.checkRange(v.pos, v.end()); err != nil {
-		return 0, err
-	}
 	if v.n == 0 {
 		return 0, nil
+	}
+	if err := v.src.checkRange(v.pos, v.end()); err != nil {
+		return 0, err
 	}
 	switch {
 	case v.region != nil:
