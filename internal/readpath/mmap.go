@@ -51,6 +51,8 @@ func (r *region) unmap() error {
 
 // The registry of live regions lets Guard name the file and offset behind
 // a faulting address. It is touched on map, unmap and fault only.
+// Lock order: a source's stateMu, then regionsMu (mapping and unmapping run
+// under stateMu); regionsMu is never held while taking another lock.
 var (
 	regionsMu sync.Mutex // guards regions
 	regions   = map[*region]struct{}{}

@@ -183,12 +183,16 @@ func TestViewOutlivesDeletedFile(t *testing.T) {
 				}
 				sendOver(t, v, client, server, want)
 			}
-			v1.Release()
+			v2.Release()
+			v2.Release() // idempotent: must not drop v1's reference
 			if d := counterDelta(base); d.OpenFiles != 1 || d.Mappings != wantMaps {
 				t.Errorf("with one view held: open files %+d, mappings %+d; want +1, %+d", d.OpenFiles, d.Mappings, wantMaps)
 			}
-			v2.Release()
-			v2.Release() // idempotent: must not drop a second reference
+			var buf bytes.Buffer
+			if _, err := v1.WriteTo(&buf); err != nil || !bytes.Equal(buf.Bytes(), data[v1.Pos():v1.Pos()+int64(v1.Len())]) {
+				t.Errorf("the held view after another view's double Release: %v", err)
+			}
+			v1.Release()
 			if d := counterDelta(base); d.OpenFiles != 0 || d.Mappings != 0 || d.MappedBytes != 0 {
 				t.Errorf("after the last Release: open files %+d, mappings %+d, mapped bytes %+d; want 0", d.OpenFiles, d.Mappings, d.MappedBytes)
 			}
