@@ -25,8 +25,8 @@ import (
 //     write) is accepted on read.
 //   - lz4: one standard LZ4 frame (not Kafka's pre-0.10 broken-checksum
 //     variant) with 64 KiB independent blocks and neither block nor content
-//     checksums, the KafkaLZ4BlockOutputStream defaults. Readers accept any
-//     block size and either checksum.
+//     checksums, the KafkaLZ4BlockOutputStream defaults. Reading accepts
+//     any block size and either checksum (see lz4.go).
 //   - zstd: one zstd frame.
 //
 // Encoders, decoders and output buffers are pooled: a builder or reader
@@ -214,14 +214,8 @@ type gzipDecoder struct {
 	src bytes.Reader
 }
 
-type lz4Decoder struct {
-	r   *lz4.Reader
-	src bytes.Reader
-}
-
 var (
 	gzipDecoders sync.Pool
-	lz4Decoders  sync.Pool
 	// zstdDecoders maps a cap to a *sync.Pool of decoders built with that
 	// cap as their memory bound, which is how klauspost/compress/zstd
 	// refuses an oversized frame before allocating for it. Callers use
@@ -269,41 +263,40 @@ func decompressGzip(dst, src []byte, limit int) ([]byte, error) {
 	if err := d.r.Reset(&d.src); err != nil {
 		return dst, err
 	}
-	return readCapped(dst, &d.r, limit)
-}
-
-func decompressLZ4(dst, src []byte, limit int) ([]byte, error) {
-	d, _ := lz4Decoders.Get().(*lz4Decoder)
-	if d == nil {
-		d = &lz4Decoder{r: lz4.NewReader(nil)}
+	// A gzip member ends with its uncompressed size mod 2^32: a hint
+	// (a liar only costs the doubling it would have cost anyway).
+	hint := 0
+	if len(src) >= 4 {
+		hint = int(binary.LittleEndian.Uint32(src[len(src)-4:]))
 	}
-	defer func() {
-		d.r.Reset(nil)
-		lz4Decoders.Put(d)
-	}()
-	d.src.Reset(src)
-	d.r.Reset(&d.src)
-	return readCapped(dst, d.r, limit)
+	return readCapped(dst, &d.r, limit, hint)
 }
 
-// readCapped appends r's output to dst, growing it at most to limit+1 bytes:
-// the one byte past the cap is how an over-long stream is told apart from
-// one that ends exactly at it.
-func readCapped(dst []byte, r io.Reader, limit int) ([]byte, error) {
+// readCapped appends r's output to dst, holding at most limit bytes; a
+// one-byte probe past the cap tells an over-long stream from one that ends
+// exactly at it without growing the buffer for it. hint, when positive, is
+// the expected size, to allocate once.
+func readCapped(dst []byte, r io.Reader, limit, hint int) ([]byte, error) {
+	if hint > 0 {
+		dst = growCapped(dst, min(hint, limit), limit)
+	}
 	for {
-		if len(dst) > limit {
-			return dst, errCodecTooLarge
+		if len(dst) == limit {
+			var probe [1]byte
+			n, err := io.ReadFull(r, probe[:])
+			switch {
+			case n > 0:
+				return dst, errCodecTooLarge
+			case err == io.EOF:
+				return dst, nil
+			default:
+				return dst, err
+			}
 		}
-		if len(dst) == cap(dst) {
-			want := min(max(2*cap(dst), 4<<10), limit+1)
-			dst = slices.Grow(dst, want-len(dst))
-		}
-		n, err := r.Read(dst[len(dst):min(cap(dst), limit+1)])
+		dst = growCapped(dst, 1, limit)
+		n, err := r.Read(dst[len(dst):min(cap(dst), limit)])
 		dst = dst[:len(dst)+n]
 		if err == io.EOF {
-			if len(dst) > limit {
-				return dst, errCodecTooLarge
-			}
 			return dst, nil
 		}
 		if err != nil {

@@ -26,41 +26,41 @@ type RecordView struct {
 }
 
 // Offset is the record's offset: the batch's base offset plus its delta.
-func (r *RecordView) Offset() int64 { return r.offset }
+func (r RecordView) Offset() int64 { return r.offset }
 
 // Timestamp is the record's timestamp in milliseconds: its create time, or
 // for a log-append-time batch the batch's max timestamp, which the broker
 // set to the append time.
-func (r *RecordView) Timestamp() int64 { return r.timestamp }
+func (r RecordView) Timestamp() int64 { return r.timestamp }
 
 // Key returns the key; nil means null, and a non-null empty key is a
 // non-nil empty slice.
-func (r *RecordView) Key() []byte { return r.key }
+func (r RecordView) Key() []byte { return r.key }
 
 // Value returns the value; nil means null (a tombstone).
-func (r *RecordView) Value() []byte { return r.value }
+func (r RecordView) Value() []byte { return r.value }
 
 // KeyIsNull reports whether the key is null rather than empty.
-func (r *RecordView) KeyIsNull() bool { return r.key == nil }
+func (r RecordView) KeyIsNull() bool { return r.key == nil }
 
 // ValueIsNull reports whether the value is null rather than empty.
-func (r *RecordView) ValueIsNull() bool { return r.value == nil }
+func (r RecordView) ValueIsNull() bool { return r.value == nil }
 
 // Attributes is the record's own attribute byte, which Kafka leaves unused
 // and Folio keeps as given.
-func (r *RecordView) Attributes() int8 { return r.attrs }
+func (r RecordView) Attributes() int8 { return r.attrs }
 
 // NumHeaders is the number of headers.
-func (r *RecordView) NumHeaders() int { return int(r.nHeaders) }
+func (r RecordView) NumHeaders() int { return int(r.nHeaders) }
 
 // Headers returns an iterator over the record's headers, in order.
-func (r *RecordView) Headers() HeaderIter {
+func (r RecordView) Headers() HeaderIter {
 	return HeaderIter{rest: r.headers, left: r.nHeaders}
 }
 
 // HeaderValue returns the value of the first header whose key is key, and
 // whether there is one. The value is nil when the header's value is null.
-func (r *RecordView) HeaderValue(key string) (value []byte, ok bool) {
+func (r RecordView) HeaderValue(key string) (value []byte, ok bool) {
 	for h := r.Headers(); h.Next(); {
 		if string(h.Key()) == key {
 			return h.Value(), true
