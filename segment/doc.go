@@ -1,0 +1,135 @@
+// Package segment implements one log segment in Kafka's layout: a .log of
+// RecordBatch v2 batches with ascending offsets, and its sparse offset
+// index (.index) and time index (.timeindex). A partition's log is a
+// sequence of segments; this package knows nothing of the others.
+//
+// # Files
+//
+// A segment with base offset B lives in one directory as
+// FileName(B, LogSuffix) and its two index files ("%020d.log",
+// "%020d.index", "%020d.timeindex"). The .log holds whole batches back to
+// back, byte for byte as Kafka writes them. Every offset in the segment is
+// at least B and at most B+2^31-1, and the .log stays below 2 GiB, because
+// index entries store offsets relative to B and positions in 4 bytes each.
+//
+// # The index rule
+//
+// Both indexes get entries at the same batches, as Kafka's LogSegment.append
+// (3.x) adds them. With bytesSince = 0, maxTs = -1 and maxTsOffset = -1 at
+// the start of the segment, for each batch appended at position pos:
+//
+//	if batch.MaxTimestamp > maxTs { maxTs, maxTsOffset = batch.MaxTimestamp, batch.LastOffset }
+//	if bytesSince > IndexIntervalBytes {
+//		offsetIndex.Append(batch.LastOffset, pos)
+//		timeIndex.Append(maxTs, maxTsOffset) // skipped unless maxTs grew past its last entry
+//		bytesSince = 0
+//	}
+//	bytesSince += batch.Size()
+//
+// So the first batch is never indexed (position 0 is the implicit entry),
+// an offset entry maps a batch's last offset to its start, and a time entry
+// (T, O) says that no batch up to the indexed one has a max timestamp above
+// T, and that O's batch is the first to reach it. Seal (and Close of the
+// active segment) adds a final time entry (maxTs, maxTsOffset). Recover and
+// every rebuild apply the same rule to the batches on disk.
+//
+// Lookups translate with a forward scan of batch headers: for an offset,
+// from the offset-index entry at or below it to the first batch whose last
+// offset reaches it; for a timestamp, from the batch of the time-index
+// entry at or below it to the first batch whose MaxTimestamp reaches it.
+//
+// # Untrusted indexes
+//
+// Indexes carry no checksum. At load they pass the index package's O(1)
+// sanity check, and their last entries must match the .log (the offset
+// entry's position holds a valid batch header whose last offset is the
+// entry's offset; the time entry's offset is the last offset of a batch
+// whose MaxTimestamp is the entry's timestamp). Every entry a lookup uses
+// is checked the same way. An index that is missing or fails a check is
+// rebuilt from the .log's headers (IndexRebuilds counts this), and the
+// lookup retried. A clean reopen of an intact segment rebuilds nothing.
+//
+// # Recovery
+//
+// Recover scans the .log from position 0 and stops at the first batch that
+// fails any of these checks, in order:
+//
+//   - at least 61 bytes (a header) remain;
+//   - magic 2, length+12 >= 61, lastOffsetDelta >= 0, recordCount >= 0;
+//   - length+12 <= the bytes remaining, and the batch ends within 2^31-1;
+//   - base offset >= the segment's base and > the previous batch's last
+//     offset;
+//   - last offset - segment base <= 2^31-1;
+//   - recordCount <= lastOffsetDelta+1: every record has its own offset
+//     delta, so a batch cannot hold more records than offsets; compaction
+//     may leave fewer, even none, so fewer is valid;
+//   - the CRC-32C over attributes..end matches.
+//
+// The partition leader epoch lies outside the CRC and is not checked, so a
+// batch whose epoch was damaged stays valid. The file is cut after the
+// last valid batch and fsynced, both indexes are rebuilt, and the result
+// reports what was cut. Recover reads the file with pread only and never
+// panics. Append applies the same checks to every batch it is given.
+//
+// # Opening lazily
+//
+// Open touches no file: a log holds thousands of sealed segments and opens
+// them all at startup. The first call that needs the files (Read,
+// FindPosition, OffsetForTime, NextOffset, Size, MaxTimestamp, Activate,
+// TruncateTo) opens the .log, checks the indexes and maps them, in O(1):
+// the segment's end state comes from the indexes' last entries plus a scan
+// of the batches after the last offset entry (about IndexIntervalBytes).
+// Nothing of the .log is mapped before the first read. CloseIdle gives the
+// files back; Loaded reports whether they are held.
+//
+// # Concurrency
+//
+// One goroutine writes (Append and the other methods that change the
+// segment); any number read at the same time. Append writes the batch, then
+// publishes the new size, next offset and maximum timestamp in one atomic
+// store, then indexes the batch. Readers take no lock that Append holds:
+// they load that state after their index lookups, so every entry they see
+// points below the size they read up to, and they never read a byte beyond
+// it. Sync (fsync) does not take the append lock either.
+//
+// Locks: appendMu serialises the writing methods and guards the appender's
+// counter; resMu guards the open files, shared by readers for one call and
+// held exclusively to load, replace or close files. Order: appendMu, then
+// resMu. The index package and the read path guard themselves.
+//
+// # Views, truncation and deletion
+//
+// A read returns a *readpath.View of whole batches from the mmap or the
+// sendfile read path (Options.ReadPath); both give byte-identical bytes.
+// A view holds its file (and mapping) until released, so it stays
+// readable after Close, Delete (the files are renamed to .deleted and
+// unlinked; the inode lives on) and TruncateTo. A mapped file must never
+// shrink under a reader, so TruncateTo truncates in place only when no view
+// of the .log is outstanding; otherwise it writes the kept prefix to a new
+// file and renames it over the .log, leaving the holders the old inode.
+// TruncateTo never blocks on readers.
+//
+// # Durability
+//
+// Append leaves the batch in the page cache; Sync (or Seal) fsyncs the .log
+// and then the indexes. A failed write or fsync of the .log makes the
+// segment fail-stop: writes return ErrFailed until Recover. Create, Delete
+// and the copy of TruncateTo fsync the directory. Close does not fsync.
+//
+// # Caveats
+//
+//   - OffsetForTime answers at batch granularity: the base offset of the
+//     first batch whose MaxTimestamp reaches the target; records before the
+//     target inside that batch are the consumer's to skip.
+//   - The indexes have no checksum, so a damaged entry is caught only if it
+//     does not match the log. In particular a time index cut at an entry
+//     boundary (dropping its newest entries, final one included) passes
+//     every check, and MaxTimestamp of such a sealed segment then reflects
+//     only the kept entries and the batches after the last offset entry,
+//     as in Kafka. Lookups stay correct: OffsetForTime never stops early on
+//     MaxTimestamp. Recover restores it.
+//   - A batch larger than IndexIntervalBytes gets an entry at the next
+//     batch, not at itself: the rule counts bytes before deciding.
+//   - Options are not persisted; reopening with a smaller MaxIndexBytes
+//     makes a rebuilt index stop early (longer scans, same answers).
+package segment

@@ -1,0 +1,184 @@
+package segment
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/foliolog/folio/index"
+	"github.com/foliolog/folio/internal/readpath"
+	"github.com/foliolog/folio/record"
+)
+
+// Read returns a view of whole batches starting with the batch that holds
+// offset: as many consecutive batches as fit in maxBytes, and always at
+// least that first batch, however large (Kafka's KIP-74). Only bytes below
+// maxPosition are visible (maxPosition < 0 means everything written), which
+// lets the log hide batches at or beyond its high watermark.
+//
+// It returns ErrOffsetOutOfRange for an offset below the base offset, at or
+// beyond NextOffset, or whose batch does not end by maxPosition. The view
+// comes from Options.ReadPath; the caller must Release it. It stays
+// readable after the segment is closed, deleted or truncated (see
+// TruncateTo).
+func (s *Segment) Read(offset int64, maxBytes int, maxPosition int64) (*readpath.View, error) {
+	var v *readpath.View
+	err := s.withCursor(func(c *cursor) error {
+		pos, h, found, err := c.locate(offset)
+		if err != nil {
+			return err
+		}
+		if !found || offset < s.base {
+			return s.outOfRange(offset, c.t)
+		}
+		limit := c.t.size
+		if maxPosition >= 0 {
+			limit = min(limit, maxPosition)
+		}
+		end := pos + int64(h.Size())
+		if end > limit {
+			return fmt.Errorf("%w: %s: the batch holding offset %d ends at %d, beyond the visible %d", ErrOffsetOutOfRange, s.logPath, offset, end, limit)
+		}
+		budget := int64(max(maxBytes, 0))
+		for end < limit {
+			h, err := c.sc.header(end)
+			if err != nil {
+				return err
+			}
+			next := end + int64(h.Size())
+			if next > limit || next-pos > budget {
+				break
+			}
+			end = next
+		}
+		v, err = c.f.src.View(pos, int(end-pos))
+		if err != nil {
+			return fmt.Errorf("segment: read %s [%d, %d): %w", s.logPath, pos, end, err)
+		}
+		return nil
+	})
+	return v, err
+}
+
+// FindPosition returns the position of the batch that holds offset (the
+// first batch whose last offset is at or above it): an offset-index
+// lookup, then a forward scan of batch headers. It returns
+// ErrOffsetOutOfRange unless BaseOffset <= offset < NextOffset.
+func (s *Segment) FindPosition(offset int64) (int64, error) {
+	var pos int64
+	err := s.withCursor(func(c *cursor) error {
+		p, _, found, err := c.locate(offset)
+		if err != nil {
+			return err
+		}
+		if !found || offset < s.base {
+			return s.outOfRange(offset, c.t)
+		}
+		pos = p
+		return nil
+	})
+	return pos, err
+}
+
+// OffsetForTime returns the base offset of the first batch whose
+// MaxTimestamp is at or after ts, with ok == false when no batch has one: a
+// time-index lookup, then a forward scan of batch headers. The first record
+// with a timestamp at or after ts is in that batch, possibly after its base
+// offset (headers do not say which record; a consumer starting at the
+// returned offset skips the earlier ones). The scan has no early exit on
+// MaxTimestamp, so the answer does not depend on the time index being
+// complete.
+func (s *Segment) OffsetForTime(ts int64) (offset int64, ok bool, err error) {
+	err = s.withCursor(func(c *cursor) error {
+		start, err := c.timeStart(ts)
+		if err != nil {
+			return err
+		}
+		_, err = c.sc.walk(start, func(_ int64, h record.Batch) bool {
+			if h.MaxTimestamp() >= ts {
+				offset, ok = h.BaseOffset(), true
+				return false
+			}
+			return true
+		})
+		return err
+	})
+	return offset, ok, err
+}
+
+// timeStart returns where the scan for ts starts: the batch of the time
+// index's entry for ts. Every batch before it has a max timestamp below
+// the entry's (the entry's offset is where the running maximum first
+// reached it), so the answer cannot lie earlier.
+func (c *cursor) timeStart(ts int64) (int64, error) {
+	s := c.s
+	te := c.f.time.Lookup(ts)
+	if te.Timestamp == index.NoTimestamp && te.Offset == s.base {
+		c.pin()
+		return 0, nil
+	}
+	pos, h, found, err := c.locate(te.Offset)
+	if err != nil {
+		return 0, err
+	}
+	if te.Timestamp > ts || !found || h.LastOffset() != te.Offset || h.MaxTimestamp() != te.Timestamp {
+		return 0, fmt.Errorf("%w: %s: lookup(%d) gave (%d, %d), which no batch matches", errStaleIndex, s.timePath, ts, te.Timestamp, te.Offset)
+	}
+	return pos, nil
+}
+
+func (s *Segment) outOfRange(offset int64, t *tip) error {
+	return fmt.Errorf("%w: %s: offset %d outside [%d, %d)", ErrOffsetOutOfRange, s.logPath, offset, s.base, t.next)
+}
+
+// withCursor runs fn with the segment loaded and resMu held shared. If fn
+// finds an index entry that does not match the log, the indexes are
+// rebuilt and fn runs once more.
+func (s *Segment) withCursor(fn func(c *cursor) error) error {
+	for attempt := 0; ; attempt++ {
+		f, err := s.acquire()
+		if err != nil {
+			return err
+		}
+		gen := f.gen
+		c := &cursor{s: s, f: f}
+		err = fn(c)
+		c.free()
+		s.resMu.RUnlock()
+		if !errors.Is(err, errStaleIndex) {
+			return err
+		}
+		if attempt > 0 {
+			// A freshly rebuilt index cannot disagree with the log it was
+			// built from unless the log changed under it.
+			return fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
+		if err := s.repairIndexes(f, gen); err != nil {
+			return err
+		}
+	}
+}
+
+// repairIndexes rebuilds the indexes after a reader found an entry that
+// does not match the log, unless another caller replaced or rebuilt them
+// since the reader saw generation gen of f.
+func (s *Segment) repairIndexes(f *files, gen uint64) error {
+	s.appendMu.Lock()
+	defer s.appendMu.Unlock()
+	s.resMu.Lock()
+	defer s.resMu.Unlock()
+	if s.closed {
+		return fmt.Errorf("%w: %s", ErrClosed, s.logPath)
+	}
+	if s.files != f || f.gen != gen {
+		return nil // reloaded or rebuilt meanwhile: the retry sees that
+	}
+	s.rebuilds.Add(1)
+	c := s.pinned(f, s.tip.Load())
+	defer c.free()
+	x, err := s.rebuildIndexes(f, c.sc, s.sealed.Load())
+	if err != nil {
+		return err
+	}
+	s.sinceIndex = x.since
+	return nil
+}

@@ -1,0 +1,227 @@
+package segment
+
+import (
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+
+	"github.com/foliolog/folio/index"
+	"github.com/foliolog/folio/record"
+)
+
+// RecoverResult reports what Recover found.
+type RecoverResult struct {
+	// ValidBytes is the size of the valid prefix, now the .log's size.
+	ValidBytes int64
+	// BytesCut is how many bytes after the valid prefix were removed.
+	BytesCut int64
+	// Batches is the number of valid batches.
+	Batches int
+	// LastOffset is the last offset of the last valid batch, or
+	// BaseOffset-1 when there is none.
+	LastOffset int64
+	// MaxTimestamp is the largest batch MaxTimestamp, index.NoTimestamp
+	// (-1) when there is none.
+	MaxTimestamp int64
+	// Cause says why the scan stopped before the end of the file (it wraps
+	// ErrCorrupt); nil when nothing was cut.
+	Cause error
+}
+
+// crcOffset is where the CRC-covered part of a batch starts (attributes).
+const crcOffset = 21
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Recover scans the whole .log from the start and keeps its longest valid
+// prefix: it stops at the first batch that fails a check (see the package
+// documentation for the rule), cuts the file there and fsyncs it, and
+// rebuilds both indexes from the kept batches. It never panics, whatever
+// the file holds. An I/O error fails Recover without cutting anything.
+//
+// The log calls it for every segment at or above its recovery point after
+// an unclean shutdown. A sealed segment stays sealed (its indexes are
+// sealed with the final time entry); an active one stays active and may
+// append again: Recover also clears a fail-stop (ErrFailed) state.
+func (s *Segment) Recover() (RecoverResult, error) {
+	s.appendMu.Lock()
+	defer s.appendMu.Unlock()
+	s.resMu.Lock()
+	defer s.resMu.Unlock()
+	if s.closed {
+		return RecoverResult{}, fmt.Errorf("%w: %s", ErrClosed, s.logPath)
+	}
+	// Start from the disk, not from anything loaded: its state is suspect.
+	if s.files != nil {
+		err := s.closeFiles(s.files)
+		s.files = nil
+		if err != nil {
+			return RecoverResult{}, err
+		}
+	}
+	lf, err := s.fs.OpenFile(s.logPath, os.O_RDWR, 0)
+	if err != nil {
+		return RecoverResult{}, fmt.Errorf("segment: open %s: %w", s.logPath, err)
+	}
+	f := &files{log: lf}
+	res, x, err := s.recoverFiles(f)
+	if err != nil {
+		return res, errors.Join(err, s.closeFiles(f))
+	}
+	s.tip.Store(&x.t)
+	s.failed.Store(nil)
+	if s.sealed.Load() {
+		// Loaded again lazily, like any sealed segment.
+		err = errors.Join(s.sealIndexes(f, &x.t), s.closeFiles(f))
+		return res, err
+	}
+	if err := s.openSource(f, true); err != nil {
+		return res, errors.Join(err, s.closeFiles(f))
+	}
+	s.files = f
+	s.sinceIndex = x.since
+	return res, nil
+}
+
+// recoverFiles scans f.log, cuts it after the valid prefix, fsyncs it, and
+// leaves fresh writable indexes of the prefix in f.
+func (s *Segment) recoverFiles(f *files) (RecoverResult, *indexer, error) {
+	fi, err := f.log.Stat()
+	if err != nil {
+		return RecoverResult{}, nil, fmt.Errorf("segment: stat %s: %w", s.logPath, err)
+	}
+	size := fi.Size()
+	if err := s.freshIndexes(f); err != nil {
+		return RecoverResult{}, nil, err
+	}
+	res, x, err := s.scanValid(f, size)
+	if err != nil {
+		return res, nil, err
+	}
+	if res.BytesCut > 0 {
+		if err := s.cutLocked(f, res.ValidBytes); err != nil {
+			return res, nil, err
+		}
+	} else if err := f.log.Sync(); err != nil {
+		// What the scan accepted may exist only in the page cache of a
+		// crashed process; the log moves its recovery point past it next.
+		return res, nil, fmt.Errorf("segment: fsync %s: %w", s.logPath, err)
+	}
+	if err := s.fs.Remove(s.logPath + TruncateSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return res, nil, fmt.Errorf("segment: remove leftover %s: %w", s.logPath+TruncateSuffix, err)
+	}
+	return res, x, nil
+}
+
+// scanValid validates the batches of f.log from the start, adding index
+// entries by the rule as it goes, and returns where the valid prefix ends.
+func (s *Segment) scanValid(f *files, size int64) (RecoverResult, *indexer, error) {
+	x := s.newIndexer()
+	res := RecoverResult{LastOffset: s.base - 1, MaxTimestamp: index.NoTimestamp}
+	q := &seqReader{r: f.log, size: size, buf: make([]byte, min(size, recoverBuffer))}
+	var hdr [record.HeaderSize]byte
+	pos, prevLast := int64(0), s.base-1
+	for pos < size {
+		cause, err := s.checkBatch(q, pos, prevLast, hdr[:])
+		if err != nil {
+			return res, nil, err
+		}
+		if cause != nil {
+			res.Cause = fmt.Errorf("%w: %s at position %d: %w", ErrCorrupt, s.logPath, pos, cause)
+			break
+		}
+		h := record.Batch(hdr[:])
+		if x.observe(pos, h) {
+			if err := appendEntries(f.off, f.time, pos, h, &x.t); err != nil && !errors.Is(err, index.ErrFull) {
+				return res, nil, err
+			}
+		}
+		prevLast = h.LastOffset()
+		res.Batches++
+		pos += int64(h.Size())
+	}
+	res.ValidBytes, res.BytesCut = pos, size-pos
+	res.LastOffset, res.MaxTimestamp = prevLast, x.t.maxTs
+	return res, x, nil
+}
+
+// recoverBuffer is the read-ahead of Recover's sequential scan.
+const recoverBuffer = 1 << 20
+
+// checkBatch checks the batch at pos and copies its header into hdr. cause
+// is why the batch is not valid (nil if it is); err is an I/O error, which
+// must not be mistaken for corruption.
+func (s *Segment) checkBatch(q *seqReader, pos, prevLast int64, hdr []byte) (cause, err error) {
+	left := q.size - pos
+	if left < record.HeaderSize {
+		return fmt.Errorf("%d bytes left, a batch header needs %d", left, record.HeaderSize), nil
+	}
+	b, err := q.bytes(pos, record.HeaderSize)
+	if err != nil {
+		return nil, err
+	}
+	copy(hdr, b)
+	h := record.Batch(hdr)
+	size, err := record.CheckHeader(h)
+	if err != nil {
+		return err, nil
+	}
+	base, delta := h.BaseOffset(), int64(h.LastOffsetDelta())
+	switch {
+	case int64(size) > left:
+		return fmt.Errorf("batch of %d bytes, %d left in the file", size, left), nil
+	case pos+int64(size) > MaxSegmentBytesLimit:
+		return fmt.Errorf("batch ends at %d, beyond the %d bytes a segment can index", pos+int64(size), MaxSegmentBytesLimit), nil
+	case base < s.base || base <= prevLast:
+		return fmt.Errorf("base offset %d not above the previous last offset %d (segment base %d)", base, prevLast, s.base), nil
+	case base > math.MaxInt64-delta || base+delta-s.base > math.MaxInt32:
+		return fmt.Errorf("last offset %d+%d does not fit 4 bytes relative to the base %d", base, delta, s.base), nil
+	case int64(h.NumRecords()) > delta+1:
+		return fmt.Errorf("%d records for %d offsets", h.NumRecords(), delta+1), nil
+	}
+	crc := crc32.Checksum(b[crcOffset:], castagnoli)
+	for p, end := pos+record.HeaderSize, pos+int64(size); p < end; {
+		n := int(min(end-p, int64(len(q.buf))))
+		chunk, err := q.bytes(p, n)
+		if err != nil {
+			return nil, err
+		}
+		crc = crc32.Update(crc, castagnoli, chunk)
+		p += int64(n)
+	}
+	if want := h.CRC(); crc != want {
+		return fmt.Errorf("%w: crc %08x, computed %08x", record.ErrCorrupt, want, crc), nil
+	}
+	return nil, nil
+}
+
+// seqReader reads a file front to back through one buffer.
+type seqReader struct {
+	r    io.ReaderAt
+	size int64
+	buf  []byte
+	off  int64 // file position of win[0]
+	win  []byte
+}
+
+// bytes returns [pos, pos+n), n <= len(q.buf), valid until the next call.
+func (q *seqReader) bytes(pos int64, n int) ([]byte, error) {
+	if pos >= q.off && pos+int64(n) <= q.off+int64(len(q.win)) {
+		i := pos - q.off
+		return q.win[i : i+int64(n)], nil
+	}
+	buf := q.buf[:min(int64(len(q.buf)), q.size-pos)]
+	k, err := q.r.ReadAt(buf, pos)
+	if k < n {
+		if err == nil || errors.Is(err, io.EOF) {
+			err = fmt.Errorf("file shrank to %d bytes during recovery", pos+int64(k))
+		}
+		return nil, fmt.Errorf("segment: read at %d: %w", pos, err)
+	}
+	q.off, q.win = pos, buf[:k]
+	return q.win[:n], nil
+}

@@ -1,0 +1,111 @@
+package segment
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/foliolog/folio/record"
+)
+
+// scanWindow is how many bytes a header scan reads at once: a forward scan
+// over an index interval (4 KiB by default) of small batches costs one or
+// two preads rather than one per batch.
+const scanWindow = 8 << 10
+
+var windowPool = sync.Pool{New: func() any { b := make([]byte, scanWindow); return &b }}
+
+// scanner reads batch headers of one .log below a limit (the published
+// size) through a read-ahead window. Header scans use pread rather than a
+// mapping, so a scan never faults, whatever the file holds.
+type scanner struct {
+	r     io.ReaderAt
+	path  string
+	base  int64 // segment base offset, for the ascending-offset check
+	limit int64
+	bp    *[]byte
+	win   []byte // valid bytes of the window
+	off   int64  // file position of win[0]
+}
+
+func (s *Segment) newScanner(r io.ReaderAt, limit int64) *scanner {
+	return &scanner{r: r, path: s.logPath, base: s.base, limit: limit, bp: windowPool.Get().(*[]byte)}
+}
+
+func (sc *scanner) free() {
+	if sc.bp != nil {
+		windowPool.Put(sc.bp)
+		sc.bp, sc.win = nil, nil
+	}
+}
+
+// header returns the header of the batch at pos after the checks a header
+// allows: it is whole, has magic 2, a length of at least the header's, a
+// non-negative last offset delta and record count, and the batch ends by
+// the limit. The slice is valid until the next call.
+func (sc *scanner) header(pos int64) (record.Batch, error) {
+	if pos < 0 || sc.limit-pos < record.HeaderSize {
+		return nil, fmt.Errorf("%w: %s: %d bytes left at position %d, a batch header needs %d",
+			ErrCorrupt, sc.path, max(sc.limit-pos, 0), pos, record.HeaderSize)
+	}
+	if pos < sc.off || pos+record.HeaderSize > sc.off+int64(len(sc.win)) {
+		if err := sc.fill(pos); err != nil {
+			return nil, err
+		}
+	}
+	i := pos - sc.off
+	h := record.Batch(sc.win[i : i+record.HeaderSize])
+	size, err := record.CheckHeader(h)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s at position %d: %w", ErrCorrupt, sc.path, pos, err)
+	}
+	if int64(size) > sc.limit-pos {
+		return nil, fmt.Errorf("%w: %s at position %d: batch of %d bytes runs past the end at %d",
+			ErrCorrupt, sc.path, pos, size, sc.limit)
+	}
+	return h, nil
+}
+
+func (sc *scanner) fill(pos int64) error {
+	if sc.r == nil {
+		return fmt.Errorf("%w: %s: no file to read at position %d", ErrCorrupt, sc.path, pos)
+	}
+	buf := (*sc.bp)[:min(int64(scanWindow), sc.limit-pos)]
+	n, err := sc.r.ReadAt(buf, pos)
+	if n < record.HeaderSize {
+		sc.win = nil
+		if err == nil || errors.Is(err, io.EOF) {
+			// The file is shorter than the size it was published with:
+			// something outside the segment cut it.
+			return fmt.Errorf("%w: %s: file ends at %d, below the written size %d", ErrCorrupt, sc.path, pos+int64(n), sc.limit)
+		}
+		return fmt.Errorf("segment: read %s at %d: %w", sc.path, pos, err)
+	}
+	sc.win, sc.off = buf[:n], pos
+	return nil
+}
+
+// walk calls fn for each batch header from position from (which must be a
+// batch boundary) to the limit, stopping early when fn returns false. Base
+// offsets must ascend along the way. It returns where it stopped.
+func (sc *scanner) walk(from int64, fn func(pos int64, h record.Batch) bool) (int64, error) {
+	prevLast := sc.base - 1
+	pos := from
+	for pos < sc.limit {
+		h, err := sc.header(pos)
+		if err != nil {
+			return pos, err
+		}
+		if h.BaseOffset() <= prevLast {
+			return pos, fmt.Errorf("%w: %s at position %d: base offset %d not above the previous last offset %d",
+				ErrCorrupt, sc.path, pos, h.BaseOffset(), prevLast)
+		}
+		prevLast = h.LastOffset()
+		if !fn(pos, h) {
+			return pos, nil
+		}
+		pos += int64(h.Size())
+	}
+	return pos, nil
+}

@@ -1,0 +1,677 @@
+package segment
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/foliolog/folio/index"
+	"github.com/foliolog/folio/internal/readpath"
+	"github.com/foliolog/folio/internal/vfs"
+)
+
+// Segment is one log segment: a .log of RecordBatch v2 batches with
+// ascending offsets, and its sparse .index and .timeindex. One goroutine
+// appends (or calls the other writing methods) at a time; any number read
+// concurrently with it. See the package documentation for the model.
+type Segment struct {
+	fs       vfs.FS
+	dir      string
+	base     int64
+	opts     Options
+	logPath  string
+	offPath  string
+	timePath string
+
+	// tip is the published append state. The appender stores a new one
+	// after the batch's bytes are written and before it indexes the batch;
+	// readers load it after their index lookups, so every index entry they
+	// saw describes bytes below tip.size.
+	tip      atomic.Pointer[tip]
+	rebuilds atomic.Int64
+	created  atomic.Int64 // UnixNano of Create/Open, or of a truncation to empty
+	sealed   atomic.Bool  // written with appendMu held
+	failed   atomic.Pointer[error]
+
+	// appendMu serialises the writing methods (Append, Seal, Activate,
+	// TruncateTo, Recover, Close, Delete, CloseIdle and index repairs) and
+	// guards sinceIndex. Readers never take it. Lock order: appendMu, then
+	// resMu.
+	appendMu   sync.Mutex
+	sinceIndex int64 // bytes appended since the last index entry (Kafka's bytesSinceLastIndexEntry)
+
+	// resMu guards the open files (files), closed, deleted and inodeSources.
+	// Readers hold it shared for the length of one lookup or read; methods
+	// that replace or close files hold it exclusively (with appendMu, except
+	// for a reader's lazy load of a sealed segment). The active segment's
+	// files are never nil and never replaced without appendMu, so Append
+	// reads them holding appendMu alone.
+	resMu   sync.RWMutex
+	files   *files
+	closed  bool
+	deleted bool
+	// inodeSources are the sources (open, or closed with views still
+	// unreleased) that read the .log inode now at logPath. A truncation in
+	// place is safe only when none but drained ones remain.
+	inodeSources []*sourceFile
+}
+
+// tip is an immutable snapshot of the append state.
+type tip struct {
+	size  int64 // bytes of whole batches in the .log
+	next  int64 // last offset + 1; the base offset when empty
+	maxTs int64 // largest batch MaxTimestamp, index.NoTimestamp when none
+	// maxTsOffset is the last offset of the first batch holding maxTs
+	// (Kafka's offsetOfMaxTimestampSoFar), -1 when none.
+	maxTsOffset int64
+}
+
+// files are a loaded segment's open resources.
+type files struct {
+	log  vfs.File        // read-write handle while active; nil while sealed
+	read *sourceFile     // the file src owns; header scans of a sealed segment use it
+	src  readpath.Source // nil for an empty sealed .log
+	off  *index.OffsetIndex
+	time *index.TimeIndex
+	gen  uint64 // bumped by every rebuild of off and time
+}
+
+// sourceFile is the file handed to a readpath.Source. The Source closes it
+// when it is closed and its last view released, so Close marks the moment
+// no view of this descriptor's inode is left.
+type sourceFile struct {
+	vfs.File
+	once    sync.Once
+	drainCh chan struct{}
+}
+
+func newSourceFile(f vfs.File) *sourceFile {
+	return &sourceFile{File: f, drainCh: make(chan struct{})}
+}
+
+func (f *sourceFile) Close() error {
+	err := f.File.Close()
+	f.once.Do(func() { close(f.drainCh) })
+	return err
+}
+
+func (f *sourceFile) drained() bool {
+	select {
+	case <-f.drainCh:
+		return true
+	default:
+		return false
+	}
+}
+
+// Create makes a new, empty, active segment with base offset base in dir
+// (which must exist): it creates the .log (ErrExists if present), replaces
+// any index files left from an earlier segment at that offset, and fsyncs
+// the directory so that the new names survive a power cut.
+func Create(fsys vfs.FS, dir string, base int64, opts *Options) (*Segment, error) {
+	s, err := newSegment(fsys, dir, base, opts)
+	if err != nil {
+		return nil, err
+	}
+	lf, err := s.fs.OpenFile(s.logPath, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("%w: %s", ErrExists, s.logPath)
+		}
+		return nil, fmt.Errorf("segment: create %s: %w", s.logPath, err)
+	}
+	f := &files{log: lf}
+	fail := func(err error) (*Segment, error) {
+		return nil, errors.Join(err, s.closeFiles(f))
+	}
+	if err := s.freshIndexes(f); err != nil {
+		return fail(err)
+	}
+	if err := s.openSource(f, true); err != nil {
+		return fail(err)
+	}
+	if err := s.fs.SyncDir(s.dir); err != nil {
+		return fail(fmt.Errorf("segment: sync dir %s: %w", s.dir, err))
+	}
+	s.files = f
+	s.tip.Store(&tip{next: base, maxTs: index.NoTimestamp, maxTsOffset: -1})
+	return s, nil
+}
+
+// Open returns the existing segment with base offset base in dir without
+// touching the disk: its files are opened, and its indexes checked, on
+// first use. The segment is sealed (read-only) until Activate; Recover
+// first if it may hold a torn or corrupt tail.
+func Open(fsys vfs.FS, dir string, base int64, opts *Options) (*Segment, error) {
+	s, err := newSegment(fsys, dir, base, opts)
+	if err != nil {
+		return nil, err
+	}
+	s.sealed.Store(true)
+	return s, nil
+}
+
+func newSegment(fsys vfs.FS, dir string, base int64, opts *Options) (*Segment, error) {
+	o, err := opts.resolve()
+	if err != nil {
+		return nil, err
+	}
+	if base < 0 {
+		return nil, fmt.Errorf("segment: base offset %d is negative", base)
+	}
+	if fsys == nil {
+		fsys = vfs.Default
+	}
+	s := &Segment{
+		fs:       fsys,
+		dir:      filepath.Clean(dir),
+		base:     base,
+		opts:     o,
+		logPath:  LogPath(dir, base),
+		offPath:  IndexPath(dir, base),
+		timePath: TimeIndexPath(dir, base),
+	}
+	s.created.Store(time.Now().UnixNano())
+	return s, nil
+}
+
+// BaseOffset is the segment's first possible offset, fixed by its name.
+func (s *Segment) BaseOffset() int64 { return s.base }
+
+// Dir is the directory holding the segment's files.
+func (s *Segment) Dir() string { return s.dir }
+
+// Created is when this process created or opened the segment (or truncated
+// it to empty), Kafka's LogSegment.created; a roll by age should prefer the
+// first batch's timestamp when there is one.
+func (s *Segment) Created() time.Time { return time.Unix(0, s.created.Load()) }
+
+// Sealed reports whether the segment is read-only: after Seal, and from
+// Open until Activate.
+func (s *Segment) Sealed() bool { return s.sealed.Load() }
+
+// IndexRebuilds counts how often this segment rebuilt its indexes from the
+// .log because one was missing or failed a check, at load or in use.
+// Recover's rebuild, which is unconditional, is not counted.
+func (s *Segment) IndexRebuilds() int64 { return s.rebuilds.Load() }
+
+// Loaded reports whether the segment holds open files and mappings; the
+// log's resource caps count these and call CloseIdle on sealed segments.
+func (s *Segment) Loaded() bool {
+	s.resMu.RLock()
+	defer s.resMu.RUnlock()
+	return s.files != nil
+}
+
+// NextOffset is the offset the next batch may start at: the last offset
+// plus one, or the base offset when the segment is empty. It loads a
+// sealed segment.
+func (s *Segment) NextOffset() (int64, error) {
+	t, err := s.loadedTip()
+	if err != nil {
+		return 0, err
+	}
+	return t.next, nil
+}
+
+// Size is the size of the .log's whole batches in bytes. It loads a sealed
+// segment.
+func (s *Segment) Size() (int64, error) {
+	t, err := s.loadedTip()
+	if err != nil {
+		return 0, err
+	}
+	return t.size, nil
+}
+
+// MaxTimestamp is the largest batch MaxTimestamp in the segment, or
+// index.NoTimestamp (-1) when there is none; retention by time uses it. It
+// loads a sealed segment. For a sealed segment it comes from the time
+// index's last entry and the batches after the last offset-index entry, as
+// in Kafka; see the package documentation's caveats.
+func (s *Segment) MaxTimestamp() (int64, error) {
+	t, err := s.loadedTip()
+	if err != nil {
+		return 0, err
+	}
+	return t.maxTs, nil
+}
+
+func (s *Segment) loadedTip() (*tip, error) {
+	if _, err := s.acquire(); err != nil {
+		return nil, err
+	}
+	defer s.resMu.RUnlock()
+	return s.tip.Load(), nil
+}
+
+// acquire returns the loaded files with resMu held shared, loading a sealed
+// segment first. The caller releases resMu.RUnlock unless err != nil.
+func (s *Segment) acquire() (*files, error) {
+	for {
+		s.resMu.RLock()
+		if s.closed {
+			s.resMu.RUnlock()
+			return nil, fmt.Errorf("%w: %s", ErrClosed, s.logPath)
+		}
+		if f := s.files; f != nil {
+			return f, nil
+		}
+		s.resMu.RUnlock()
+
+		s.resMu.Lock()
+		err := s.loadLocked()
+		s.resMu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// loadLocked opens a sealed segment's files: the .log for reading, and the
+// indexes read-only after their sanity check, rebuilding any that fails it
+// or whose last entries do not match the log. resMu must be held
+// exclusively.
+func (s *Segment) loadLocked() error {
+	if s.closed {
+		return fmt.Errorf("%w: %s", ErrClosed, s.logPath)
+	}
+	if s.files != nil {
+		return nil
+	}
+	f := &files{}
+	if err := s.openSource(f, false); err != nil {
+		return err
+	}
+	size, err := s.fileSize(f.read)
+	if err != nil {
+		return errors.Join(err, s.closeFiles(f))
+	}
+	t, err := s.openIndexes(f, size, false)
+	if err != nil {
+		return errors.Join(err, s.closeFiles(f))
+	}
+	s.files = f
+	s.tip.Store(t)
+	return nil
+}
+
+// openIndexes opens both indexes of f (writable or read-only) and derives
+// the tip of a .log of size bytes from them; indexes that are missing, fail
+// their sanity check, or whose last entries do not match the log are
+// rebuilt from the log (and counted in IndexRebuilds).
+func (s *Segment) openIndexes(f *files, size int64, writable bool) (*tip, error) {
+	c := s.pinned(f, &tip{size: size})
+	defer c.free()
+	var err error
+	f.off, err = index.OpenOffset(s.fs, s.offPath, s.base, writable, s.indexOpts())
+	if err == nil {
+		f.time, err = index.OpenTime(s.fs, s.timePath, s.base, writable, s.indexOpts())
+	}
+	if err == nil {
+		t, rerr := c.restore(false)
+		if rerr == nil {
+			return t, nil
+		}
+		if !errors.Is(rerr, errStaleIndex) {
+			return nil, rerr
+		}
+	} else if !errors.Is(err, index.ErrCorrupt) && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	s.rebuilds.Add(1)
+	x, err := s.rebuildIndexes(f, c.sc, !writable)
+	if err != nil {
+		return nil, err
+	}
+	return &x.t, nil
+}
+
+// scanFile is the handle header scans read through: the write handle of the
+// active segment, else the file the Source owns (open until the Source is
+// closed, which happens only with resMu held exclusively).
+func (f *files) scanFile() vfs.File {
+	if f.log != nil {
+		return f.log
+	}
+	if f.read != nil {
+		return f.read.File
+	}
+	return nil
+}
+
+func (s *Segment) indexOpts() *index.Options {
+	return &index.Options{MaxIndexBytes: s.opts.MaxIndexBytes}
+}
+
+func (s *Segment) fileSize(f vfs.File) (int64, error) {
+	if f == nil {
+		// An empty sealed .log is not kept open; stat it by name.
+		fi, err := s.fs.Stat(s.logPath)
+		if err != nil {
+			return 0, fmt.Errorf("segment: stat %s: %w", s.logPath, err)
+		}
+		return fi.Size(), nil
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("segment: stat %s: %w", s.logPath, err)
+	}
+	if fi.Size() > MaxSegmentBytesLimit {
+		return 0, fmt.Errorf("%w: %s: %d bytes, above the %d a segment can index", ErrCorrupt, s.logPath, fi.Size(), MaxSegmentBytesLimit)
+	}
+	return fi.Size(), nil
+}
+
+// openSource opens the .log for reading and puts a Source on it: mapped at
+// MaxSegmentBytes for the active segment so that the mapping covers it as
+// it grows, at the file's size for a sealed one. A sealed empty .log gets
+// no Source (nothing can be read from it) and keeps no descriptor.
+func (s *Segment) openSource(f *files, active bool) error {
+	rf, err := s.fs.OpenFile(s.logPath, os.O_RDONLY, 0)
+	if err != nil {
+		return fmt.Errorf("segment: open %s: %w", s.logPath, err)
+	}
+	mapSize := int64(0) // the file's size at the first view
+	if active {
+		size, err := s.fileSize(rf)
+		if err != nil {
+			return errors.Join(err, rf.Close())
+		}
+		mapSize = max(s.opts.MaxSegmentBytes, size)
+	} else {
+		fi, err := rf.Stat()
+		if err != nil {
+			return errors.Join(fmt.Errorf("segment: stat %s: %w", s.logPath, err), rf.Close())
+		}
+		if fi.Size() == 0 {
+			return rf.Close()
+		}
+	}
+	sf := newSourceFile(rf)
+	src, err := readpath.Open(s.opts.ReadPath, sf, mapSize)
+	if err != nil {
+		return errors.Join(fmt.Errorf("segment: %s: %w", s.logPath, err), rf.Close())
+	}
+	f.read, f.src = sf, src
+	s.inodeSources = append(s.inodeSources, sf)
+	return nil
+}
+
+// closeSource closes f's Source. Views already handed out stay valid; the
+// descriptor closes with the last of them.
+func (s *Segment) closeSource(f *files) error {
+	if f.src == nil {
+		return nil
+	}
+	err := f.src.Close()
+	f.src, f.read = nil, nil
+	if err != nil {
+		return fmt.Errorf("segment: close reader of %s: %w", s.logPath, err)
+	}
+	return nil
+}
+
+// closeFiles closes everything f holds. Views stay valid.
+func (s *Segment) closeFiles(f *files) error {
+	var errs []error
+	errs = append(errs, s.closeSource(f))
+	if f.off != nil {
+		errs = append(errs, f.off.Close())
+		f.off = nil
+	}
+	if f.time != nil {
+		errs = append(errs, f.time.Close())
+		f.time = nil
+	}
+	if f.log != nil {
+		if err := f.log.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("segment: close %s: %w", s.logPath, err))
+		}
+		f.log = nil
+	}
+	return errors.Join(errs...)
+}
+
+// Activate makes a sealed segment the active one again, so that Append
+// accepts batches: the log calls it on its last segment after Open (and
+// Recover, if the shutdown was unclean). It reopens the .log for writing,
+// grows the indexes back to MaxIndexBytes and maps the .log at
+// MaxSegmentBytes. The append state comes from the indexes' last entries
+// and a scan of the batches after them, not from a scan of the segment.
+// Activating an active segment does nothing.
+func (s *Segment) Activate() error {
+	s.appendMu.Lock()
+	defer s.appendMu.Unlock()
+	s.resMu.Lock()
+	defer s.resMu.Unlock()
+	if s.closed {
+		return fmt.Errorf("%w: %s", ErrClosed, s.logPath)
+	}
+	if !s.sealed.Load() {
+		return nil
+	}
+	return s.activateLocked()
+}
+
+// activateLocked turns the loaded or unloaded sealed segment into the
+// active one. appendMu and resMu must be held exclusively.
+func (s *Segment) activateLocked() error {
+	if err := s.loadLocked(); err != nil {
+		return err
+	}
+	f := s.files
+	lf, err := s.fs.OpenFile(s.logPath, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("segment: open %s for writing: %w", s.logPath, err)
+	}
+	// A sealed segment's Source maps the file at its sealed size; the
+	// active one maps MaxSegmentBytes so appends need no remap.
+	nf := &files{log: lf, off: f.off, time: f.time}
+	if err := s.openSource(nf, true); err != nil {
+		return errors.Join(err, lf.Close())
+	}
+	if err := errors.Join(f.off.Reactivate(), f.time.Reactivate()); err != nil {
+		return errors.Join(err, s.closeSource(nf), lf.Close())
+	}
+	oldErr := s.closeSource(f)
+	s.files = nf
+	t := s.tip.Load()
+	s.sinceIndex = t.size
+	if e, ok := nf.off.LastEntry(); ok {
+		s.sinceIndex = t.size - e.Position
+	}
+	s.sealed.Store(false)
+	return oldErr
+}
+
+// Seal makes the active segment read-only when the log rolls past it: it
+// adds the final time-index entry (the maximum timestamp so far), fsyncs
+// the .log, trims and fsyncs both indexes and closes the write handle.
+// Sealing a sealed segment does nothing.
+func (s *Segment) Seal() error {
+	s.appendMu.Lock()
+	defer s.appendMu.Unlock()
+	if err := s.checkClosed(); err != nil {
+		return err
+	}
+	if s.sealed.Load() {
+		return nil
+	}
+	if err := s.failure(); err != nil {
+		return err
+	}
+	f := s.files
+	t := s.tip.Load()
+	if t.maxTs > index.NoTimestamp {
+		if err := f.time.Append(t.maxTs, t.maxTsOffset); err != nil && !errors.Is(err, index.ErrFull) {
+			return s.fail(fmt.Errorf("segment: final time index entry of %s: %w", s.logPath, err))
+		}
+	}
+	if err := f.log.Sync(); err != nil {
+		return s.fail(fmt.Errorf("segment: fsync %s: %w", s.logPath, err))
+	}
+	s.resMu.Lock()
+	defer s.resMu.Unlock()
+	err := errors.Join(f.off.Seal(), f.time.Seal())
+	if cerr := f.log.Close(); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("segment: close %s: %w", s.logPath, cerr))
+	}
+	f.log = nil
+	s.sealed.Store(true)
+	return err
+}
+
+// Sync makes every appended batch durable: fsync of the .log, then of both
+// indexes. It does not take the append lock, so appends go on meanwhile
+// (those are covered only by a later Sync). A failed fsync of the .log makes
+// the segment fail-stop (ErrFailed). Sync of a sealed segment does nothing:
+// Seal synced it.
+func (s *Segment) Sync() error {
+	s.resMu.RLock()
+	defer s.resMu.RUnlock()
+	if s.closed {
+		return fmt.Errorf("%w: %s", ErrClosed, s.logPath)
+	}
+	f := s.files
+	if f == nil || f.log == nil {
+		return nil
+	}
+	if err := s.failure(); err != nil {
+		return err
+	}
+	if err := f.log.Sync(); err != nil {
+		return s.fail(fmt.Errorf("segment: fsync %s: %w", s.logPath, err))
+	}
+	// The indexes are not authoritative (recovery rebuilds them), so a
+	// failed index fsync is reported without stopping appends.
+	return errors.Join(f.off.Sync(), f.time.Sync())
+}
+
+// CloseIdle releases a sealed segment's open files and mappings; the next
+// read loads them again. Views already handed out stay valid. It does
+// nothing to the active segment or to a segment that is not loaded.
+func (s *Segment) CloseIdle() error {
+	s.appendMu.Lock()
+	defer s.appendMu.Unlock()
+	s.resMu.Lock()
+	defer s.resMu.Unlock()
+	if s.closed {
+		return fmt.Errorf("%w: %s", ErrClosed, s.logPath)
+	}
+	if !s.sealed.Load() || s.files == nil {
+		return nil
+	}
+	err := s.closeFiles(s.files)
+	s.files = nil
+	return err
+}
+
+// Close releases the segment's files. An active segment first gets the
+// final time-index entry, as in Kafka, and its indexes are trimmed; Close
+// does not fsync (call Sync or Seal first). Views already handed out stay
+// valid until released. Close is idempotent; every other method then
+// returns ErrClosed (Delete still removes the files).
+func (s *Segment) Close() error {
+	s.appendMu.Lock()
+	defer s.appendMu.Unlock()
+	s.resMu.Lock()
+	defer s.resMu.Unlock()
+	if s.closed {
+		return nil
+	}
+	return s.closeLocked()
+}
+
+func (s *Segment) closeLocked() error {
+	s.closed = true
+	f := s.files
+	if f == nil {
+		return nil
+	}
+	s.files = nil
+	var err error
+	if !s.sealed.Load() && s.failure() == nil {
+		if t := s.tip.Load(); t.maxTs > index.NoTimestamp {
+			if aerr := f.time.Append(t.maxTs, t.maxTsOffset); aerr != nil && !errors.Is(aerr, index.ErrFull) {
+				err = fmt.Errorf("segment: final time index entry of %s: %w", s.logPath, aerr)
+			}
+		}
+	}
+	return errors.Join(err, s.closeFiles(f))
+}
+
+// Delete removes the segment's files the crash-safe way: close them, rename
+// each to its name plus DeletedSuffix, fsync the directory, then unlink.
+// Readers holding views keep reading the unlinked file's bytes until they
+// release them. A crash between the steps leaves .deleted files for the
+// log's startup to remove. Delete works on a closed segment too; afterwards
+// every method returns ErrClosed.
+func (s *Segment) Delete() error {
+	s.appendMu.Lock()
+	defer s.appendMu.Unlock()
+	s.resMu.Lock()
+	defer s.resMu.Unlock()
+	if s.deleted {
+		return fmt.Errorf("%w: %s", ErrClosed, s.logPath)
+	}
+	var errs []error
+	if !s.closed {
+		errs = append(errs, s.closeLocked())
+	}
+	s.deleted = true
+	paths := []string{s.logPath, s.offPath, s.timePath}
+	var renamed []string
+	for _, p := range paths {
+		if err := s.fs.Rename(p, p+DeletedSuffix); err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("segment: delete %s: %w", p, err))
+			}
+			continue
+		}
+		renamed = append(renamed, p+DeletedSuffix)
+	}
+	if err := s.fs.SyncDir(s.dir); err != nil {
+		// Without a durable rename the unlink could be seen before it;
+		// leave the .deleted files for the log's startup to remove.
+		return errors.Join(append(errs, fmt.Errorf("segment: sync dir %s: %w", s.dir, err))...)
+	}
+	for _, p := range append(renamed, s.logPath+TruncateSuffix) {
+		if err := s.fs.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("segment: remove %s: %w", p, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Segment) checkClosed() error {
+	s.resMu.RLock()
+	defer s.resMu.RUnlock()
+	if s.closed {
+		return fmt.Errorf("%w: %s", ErrClosed, s.logPath)
+	}
+	return nil
+}
+
+// fail records err as the reason the segment stopped accepting writes (the
+// first one wins) and returns it wrapped in ErrFailed.
+func (s *Segment) fail(err error) error {
+	werr := fmt.Errorf("%w: %w", ErrFailed, err)
+	s.failed.CompareAndSwap(nil, &werr)
+	return werr
+}
+
+// failure returns the recorded write failure, or nil.
+func (s *Segment) failure() error {
+	if p := s.failed.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (s *Segment) String() string { return s.logPath }
