@@ -1,0 +1,38 @@
+// Command bench measures Folio's storage paths and prints Markdown tables.
+//
+//	go run ./bench                  # the default subset, under 3 minutes on 2 cores
+//	go run ./bench -quick           # every suite once at small sizes, under 30 s
+//	go run ./bench -full            # the whole matrix
+//	go run ./bench -suite read-paths -json out.json -svg readpaths.svg
+//
+// # Model
+//
+// Each suite builds its data in a fresh directory under -dir, runs every
+// configuration of its matrix several times (-runs), and reports each
+// figure as the median of the runs with their min and max. Every table
+// repeats the machine it ran on (CPU, cores, memory, Go version, kernel,
+// and the filesystem of the data directory, from statfs) and every row the
+// page-cache state its runs were verified to be in (mincore).
+//
+// The read-paths suite compares Folio's two read paths on the same segment
+// file: in-process (mmap views against pread into a reused buffer) and to a
+// consumer in another process over loopback TCP (positional sendfile
+// against write from the mapping against pread plus write). The consumer
+// process is this binary, re-executed with a flag the usage text does not
+// list; it drains its connections and reports its own getrusage, so the
+// sender's CPU time and the reader's are measured apart.
+//
+// bench/README.md explains each suite, what it controls and how to read
+// the output.
+//
+// # Caveats
+//
+//   - Cold-cache runs drop the file's pages with fdatasync and
+//     POSIX_FADV_DONTNEED and check with mincore; they need Linux and a disk
+//     filesystem. In a virtual machine the host may still cache the disk.
+//   - CPU time is getrusage(RUSAGE_SELF) around windows in which the process
+//     does nothing else: the garbage collector is held off and the progress
+//     line is written only between runs.
+//   - Figures from a shared or busy machine vary; the min–max range of the
+//     runs shows by how much.
+package main

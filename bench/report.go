@@ -1,0 +1,236 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+	"time"
+)
+
+// param is one input of a configuration ("record" = "1 KiB"). Params keep
+// their order so that tables read left to right the way the matrix is built.
+type param struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// column names a metric and its unit, in table order.
+type column struct {
+	Name string `json:"name"`
+	Unit string `json:"unit"`
+}
+
+// figure is one metric of one configuration, over its runs.
+type figure struct {
+	Name  string  `json:"name"`
+	Unit  string  `json:"unit"`
+	Stats summary `json:"stats"`
+}
+
+// result is one configuration of a suite: its parameters, the cache state
+// its runs were verified to be in, and one figure per table column.
+type result struct {
+	Params  []param  `json:"params"`
+	Cache   string   `json:"cache"`
+	Figures []figure `json:"figures"`
+}
+
+// table is what a suite prints: rows of results that share columns.
+type table struct {
+	Suite   string   `json:"suite"`
+	Title   string   `json:"title"`
+	Params  []string `json:"params"`
+	Columns []column `json:"columns"`
+	Rows    []result `json:"rows"`
+	Notes   []string `json:"notes,omitempty"`
+}
+
+// add appends a row. vals holds every run of every column, in column order.
+// It reports a mismatch instead of silently misaligning a row.
+func (t *table) add(params []string, cache string, vals [][]float64) error {
+	if len(params) != len(t.Params) {
+		return fmt.Errorf("%w: table %q has %d params, row has %d", ErrReport, t.Title, len(t.Params), len(params))
+	}
+	if len(vals) != len(t.Columns) {
+		return fmt.Errorf("%w: table %q has %d columns, row has %d", ErrReport, t.Title, len(t.Columns), len(vals))
+	}
+	r := result{Cache: cache}
+	for i, v := range params {
+		r.Params = append(r.Params, param{Name: t.Params[i], Value: v})
+	}
+	for i, c := range t.Columns {
+		r.Figures = append(r.Figures, figure{Name: c.Name, Unit: c.Unit, Stats: summarize(vals[i])})
+	}
+	t.Rows = append(t.Rows, r)
+	return nil
+}
+
+// report is everything one invocation measured.
+type report struct {
+	Machine machine   `json:"machine"`
+	Mode    string    `json:"mode"`
+	Runs    int       `json:"runs_per_figure"`
+	Started time.Time `json:"started"`
+	Elapsed string    `json:"elapsed"`
+	Tables  []*table  `json:"tables"`
+}
+
+// MarshalJSON writes NaN (a figure no run could produce) as null, which
+// encoding/json would otherwise refuse.
+func (s summary) MarshalJSON() ([]byte, error) {
+	runs := make([]*float64, len(s.Runs))
+	for i := range s.Runs {
+		if !math.IsNaN(s.Runs[i]) && !math.IsInf(s.Runs[i], 0) {
+			runs[i] = &s.Runs[i]
+		}
+	}
+	return json.Marshal(struct {
+		Median *float64   `json:"median"`
+		Min    *float64   `json:"min"`
+		Max    *float64   `json:"max"`
+		Runs   []*float64 `json:"runs"`
+	}{finite(s.Median), finite(s.Min), finite(s.Max), runs})
+}
+
+func finite(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+// writeJSON writes the whole report, every run of every figure included.
+func writeJSON(path string, r *report) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrReport, err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("bench: write %s: %w", path, err)
+	}
+	return nil
+}
+
+// renderMarkdown prints every table with the machine line and the cache
+// state of each row, as the README promises.
+func renderMarkdown(w io.Writer, r *report) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Folio benchmarks (%s mode)\n\n", r.Mode)
+	fmt.Fprintf(&b, "Machine: %s.\n", r.Machine.line())
+	fmt.Fprintf(&b, "Started %s, took %s. Every cell is the median of %d runs, with (min–max) when runs > 1.\n\n",
+		r.Started.UTC().Format(time.RFC3339), r.Elapsed, r.Runs)
+	for _, t := range r.Tables {
+		renderTable(&b, t, r.Machine)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func renderTable(b *strings.Builder, t *table, m machine) {
+	fmt.Fprintf(b, "## %s: %s\n\n", t.Suite, t.Title)
+	fmt.Fprintf(b, "Machine: %s.\n\n", m.line())
+	b.WriteString("|")
+	for _, p := range t.Params {
+		b.WriteString(" " + escapeCell(p) + " |")
+	}
+	b.WriteString(" cache |")
+	for _, c := range t.Columns {
+		h := c.Name
+		if c.Unit != "" {
+			h += " (" + c.Unit + ")"
+		}
+		b.WriteString(" " + escapeCell(h) + " |")
+	}
+	b.WriteString("\n|")
+	for range t.Params {
+		b.WriteString("---|")
+	}
+	b.WriteString("---|")
+	for range t.Columns {
+		b.WriteString("---:|")
+	}
+	b.WriteString("\n")
+	for _, r := range t.Rows {
+		b.WriteString("|")
+		for _, p := range r.Params {
+			b.WriteString(" " + escapeCell(p.Value) + " |")
+		}
+		b.WriteString(" " + escapeCell(r.Cache) + " |")
+		for _, f := range r.Figures {
+			b.WriteString(" " + formatFigure(f.Stats) + " |")
+		}
+		b.WriteString("\n")
+	}
+	if len(t.Notes) > 0 {
+		b.WriteString("\n")
+		for _, n := range t.Notes {
+			b.WriteString("- " + n + "\n")
+		}
+	}
+	b.WriteString("\n")
+}
+
+// escapeCell keeps a value from breaking the table: a pipe would start a
+// new cell and a newline a new row.
+func escapeCell(s string) string {
+	s = strings.ReplaceAll(s, "|", `\|`)
+	return strings.ReplaceAll(s, "\n", " ")
+}
+
+// formatFigure prints "median (min–max)", or just the median for a single
+// run, or "n/a" when no run produced the figure.
+func formatFigure(s summary) string {
+	if math.IsNaN(s.Median) {
+		return "n/a"
+	}
+	n := 0
+	for _, v := range s.Runs {
+		if !math.IsNaN(v) {
+			n++
+		}
+	}
+	if n <= 1 || s.Min == s.Max {
+		return formatNumber(s.Median)
+	}
+	return fmt.Sprintf("%s (%s–%s)", formatNumber(s.Median), formatNumber(s.Min), formatNumber(s.Max))
+}
+
+// formatNumber keeps about three significant digits: the runs rarely agree
+// better than that, and more digits would claim a precision nobody measured.
+func formatNumber(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case math.IsInf(v, 0):
+		return "inf"
+	case a == 0:
+		return "0"
+	case a >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 10:
+		return fmt.Sprintf("%.1f", v)
+	case a >= 1:
+		return fmt.Sprintf("%.2f", v)
+	default:
+		return fmt.Sprintf("%.3g", v)
+	}
+}
+
+// formatBytes prints a size the way the tables name parameters: 100 B,
+// 16 KiB, 1 MiB. Sizes that are not whole KiB/MiB keep their bytes.
+func formatBytes(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	default:
+		return fmt.Sprintf("%d B", n)
+	}
+}
