@@ -46,4 +46,3 @@ func TestDescribeMachine(t *testing.T) {
 		}
 	}
 }
-

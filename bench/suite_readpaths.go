@@ -67,11 +67,11 @@ func uniqueSorted(v []int) []int {
 type pathKind int
 
 const (
-	pathMmapView  pathKind = iota // in-process: Bytes of an mmap view
-	pathPread                     // in-process: Bytes of a sendfile-kind view: pread into a reused buffer
-	pathSendfile                  // TCP: positional sendfile
-	pathMmapWrite                 // TCP: write(2) from the mapping
-	pathPreadWrite                // TCP: pread into a buffer, then write(2)
+	pathMmapView   pathKind = iota // in-process: Bytes of an mmap view
+	pathPread                      // in-process: Bytes of a sendfile-kind view: pread into a reused buffer
+	pathSendfile                   // TCP: positional sendfile
+	pathMmapWrite                  // TCP: write(2) from the mapping
+	pathPreadWrite                 // TCP: pread into a buffer, then write(2)
 )
 
 var pathNames = map[pathKind]string{
@@ -119,8 +119,8 @@ func runReadPaths(ctx context.Context, e *env) ([]*table, error) {
 	}
 
 	inproc := &table{
-		Suite: suiteReadPaths,
-		Title: "in-process consumer: mmap views versus pread into a reused buffer",
+		Suite:  suiteReadPaths,
+		Title:  "in-process consumer: mmap views versus pread into a reused buffer",
 		Params: []string{"path", "record", "batch", "fetch", "consumers"},
 		Columns: []column{
 			{"throughput", "MB/s"}, {"records", "M/s"}, {"CPU", "ns/B"},
@@ -128,8 +128,8 @@ func runReadPaths(ctx context.Context, e *env) ([]*table, error) {
 		},
 	}
 	tcp := &table{
-		Suite: suiteReadPaths,
-		Title: "consumer in a child process over loopback TCP",
+		Suite:  suiteReadPaths,
+		Title:  "consumer in a child process over loopback TCP",
 		Params: []string{"path", "record", "batch", "fetch", "consumers"},
 		Columns: []column{
 			{"throughput", "MB/s"}, {"sender CPU", "ns/B"}, {"reader CPU", "ns/B"},
