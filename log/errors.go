@@ -1,0 +1,56 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrClosed is returned by every call on a Log after Close.
+	ErrClosed = errors.New("log: closed")
+	// ErrFailed marks a log that stopped accepting writes after a write or
+	// fsync failed (fail-stop). The error wraps the cause. Reads of the
+	// records the log had made visible go on; Close and Open again recover.
+	ErrFailed = errors.New("log: failed; reopen to recover")
+	// ErrCorrupt is the class of errors about bytes on disk that are not a
+	// valid log. They carry the file and offset.
+	ErrCorrupt = errors.New("log: corrupt")
+	// ErrOffsetOutOfRange is matched (errors.Is) by *OffsetOutOfRangeError.
+	ErrOffsetOutOfRange = errors.New("log: offset out of range")
+	// ErrNoData means the offset is inside the log's range but nothing at or
+	// beyond it is visible yet (it is at or past the high watermark). A
+	// consumer waits for it with Wait.
+	ErrNoData = errors.New("log: no visible data at offset yet")
+	// ErrInvalidBatch wraps the reason an appended batch was refused before
+	// anything was written (bad header or checksum, too large).
+	ErrInvalidBatch = errors.New("log: invalid batch")
+	// ErrBatchTooLarge is matched by an append of a batch above
+	// Options.MaxBatchBytes; it also matches ErrInvalidBatch.
+	ErrBatchTooLarge = errors.New("log: batch too large")
+	// ErrTruncated is returned to an appender whose records were removed by
+	// TruncateTo before they became durable: their fate is settled (gone).
+	ErrTruncated = errors.New("log: records truncated before acknowledgement")
+	// ErrInvalidOptions wraps every Options.validate failure; the message
+	// names the field.
+	ErrInvalidOptions = errors.New("log: invalid options")
+	// ErrBadHighWatermark is returned by SetHighWatermark for a value
+	// outside [log start, log end] or on a log that does not take its
+	// high watermark from outside.
+	ErrBadHighWatermark = errors.New("log: bad high watermark")
+)
+
+// OffsetOutOfRangeError reports an offset outside [Start, End], the offsets
+// the log holds (End is the log end offset, the next offset to be written).
+// errors.Is(err, ErrOffsetOutOfRange) matches it.
+type OffsetOutOfRangeError struct {
+	Offset int64
+	Start  int64
+	End    int64
+}
+
+func (e *OffsetOutOfRangeError) Error() string {
+	return fmt.Sprintf("log: offset %d out of range [%d, %d]", e.Offset, e.Start, e.End)
+}
+
+// Is makes errors.Is(err, ErrOffsetOutOfRange) true.
+func (e *OffsetOutOfRangeError) Is(target error) bool { return target == ErrOffsetOutOfRange }

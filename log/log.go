@@ -1,0 +1,384 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/btree"
+
+	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/segment"
+)
+
+// State is what the data directory's owner checkpoints for one log (in one
+// file for all partitions, never per append) and hands back to Open.
+type State struct {
+	// RecoveryPoint is the offset below which every record is known to be
+	// fsynced. After an unclean shutdown only the segments from the one
+	// holding it onwards are scanned and repaired.
+	RecoveryPoint int64
+	// LogStartOffset is the first offset readers may see. Records below it
+	// that still sit in segments stay hidden (DeleteRecordsBefore).
+	LogStartOffset int64
+	// HighWatermark is restored only with Options.ExternalHighWatermark
+	// (a replica resumes from it); otherwise the log derives its own.
+	HighWatermark int64
+	// Clean tells Open that the log was closed cleanly (the owner found its
+	// clean-shutdown marker): nothing is scanned. Checkpoint reports true
+	// only after a successful Close.
+	Clean bool
+}
+
+// segEntry is one segment in the log's btree, keyed by base offset.
+type segEntry struct {
+	capEntry
+	base int64
+	seg  *segment.Segment
+}
+
+func lessEntry(a, b *segEntry) bool { return a.base < b.base }
+
+// snapshot is what readers work on: an immutable clone of the segment tree
+// and the log start offset, published together so that a deletion and the
+// start offset it implies become visible at once.
+type snapshot struct {
+	segs  *btree.BTreeG[*segEntry]
+	start int64
+}
+
+// mark is a point in the log: an offset and the byte position it has in the
+// segment with base segBase. The high watermark is a mark so that a reader
+// can bound its read in bytes without a lookup.
+type mark struct {
+	offset  int64
+	segBase int64
+	pos     int64
+}
+
+// Log is one partition's log: an ordered set of segments in one directory,
+// one appender at a time and any number of readers that take no lock the
+// appender holds. See the package documentation for the model.
+type Log struct {
+	fs      vfs.FS
+	dir     string
+	opts    Options
+	segOpts segment.Options
+	caps    *ResourceCaps
+
+	// appendMu serialises appends and guards the fields up to syncMu. It is
+	// held while batches are written to the active segment, never across an
+	// fsync: a roll drops it while the next segment's files are created
+	// and the directory fsynced, a truncation while files are cut and
+	// deleted; busy keeps appenders, other truncations and Close out
+	// meanwhile, while readers and group commits go on.
+	appendMu    sync.Mutex
+	idle        sync.Cond // signalled when busy turns false; L is &appendMu
+	busy        bool
+	syncWaiters int                      // appenders and Sync callers between reading truncGen and their ack
+	truncs      []truncation             // truncations since the oldest of syncWaiters began; written with syncMu held too, so either lock reads it
+	tree        *btree.BTreeG[*segEntry] // master copy; readers use snap
+	active      *segEntry
+	pending     []*segEntry // rolled past but not sealed yet, oldest first
+	next        int64       // the log end offset
+	endMark     mark        // next, in the active segment at its size
+	durMark     mark        // the durable end as a mark
+	extHW       mark        // the high watermark set by SetHighWatermark
+	armed       bool        // FlushInterval: a flush is scheduled
+	activeAt    time.Time   // when the active segment was created or reopened
+	closing     bool
+
+	// syncMu serialises fsyncs, seals and truncations: at most one group
+	// commit is in flight, and every appender that wrote while it ran is
+	// covered by the next one. Lock order: syncMu, then appendMu.
+	syncMu sync.Mutex
+
+	// retentionMu serialises retention passes and DeleteRecordsBefore.
+	// Lock order: retentionMu, then appendMu.
+	retentionMu sync.Mutex
+
+	// firstWriteMu serialises the BeforeFirstWrite hook and the setting of
+	// firstWriteDone. It is taken before any other lock of the log.
+	firstWriteMu   sync.Mutex
+	firstWriteDone atomic.Bool
+
+	snap       atomic.Pointer[snapshot]
+	end        atomic.Int64 // next, for readers
+	durable    atomic.Int64 // durMark.offset, for readers
+	hw         atomic.Pointer[mark]
+	hwWake     *notifier
+	epoch      atomic.Int32
+	truncGen   atomic.Int64 // bumped by every truncation; written under syncMu and appendMu
+	failure    atomic.Pointer[error]
+	closed     atomic.Bool
+	cleanClose atomic.Bool
+	openSealed atomic.Int64 // this log's sealed segments holding files (caps)
+	syncs      atomic.Int64
+	rolls      atomic.Int64
+
+	recovery RecoveryReport
+
+	quit      chan struct{}
+	wg        sync.WaitGroup
+	sealKick  chan struct{}
+	flushKick chan struct{}
+}
+
+// RecoveryReport says what Open did to the directory.
+type RecoveryReport struct {
+	// Clean is true when Open trusted the last shutdown and scanned nothing.
+	Clean bool
+	// SegmentsScanned counts the segments Recover checked batch by batch.
+	SegmentsScanned int
+	// BytesScanned is the size of the scanned segments before any cut.
+	BytesScanned int64
+	// BytesCut counts the bytes removed from torn or corrupt tails.
+	BytesCut int64
+	// SegmentsRemoved counts whole segments removed: after a cut, or
+	// leftovers of a crash (.deleted, .cleaned, orphaned index files).
+	SegmentsRemoved int
+	// FilesRemoved lists the leftover files removed by name.
+	FilesRemoved []string
+}
+
+// Stats are counters of one log.
+type Stats struct {
+	Segments           int   // segments in the log
+	OpenSealedSegments int64 // sealed segments now holding files (see ResourceCaps)
+	Syncs              int64 // group commits and seals that fsynced
+	Rolls              int64 // segments rolled since Open
+	IndexRebuilds      int64 // indexes rebuilt from .log files, summed over segments
+}
+
+// Dir returns the log's directory.
+func (l *Log) Dir() string { return l.dir }
+
+// LogStartOffset is the first offset the log serves.
+func (l *Log) LogStartOffset() int64 { return l.snap.Load().start }
+
+// LogEndOffset is the offset the next appended record gets.
+func (l *Log) LogEndOffset() int64 { return l.end.Load() }
+
+// DurableEndOffset is the offset below which every record is fsynced (the
+// recovery point).
+func (l *Log) DurableEndOffset() int64 { return l.durable.Load() }
+
+// HighWatermark is the offset below which records are visible to readers.
+// On one node it is the durable end under FlushSync and the log end under
+// the other policies; with Options.ExternalHighWatermark it is what
+// SetHighWatermark set, never beyond that limit.
+func (l *Log) HighWatermark() int64 { return l.hw.Load().offset }
+
+// LeaderEpoch is the epoch Append stamps on batches.
+func (l *Log) LeaderEpoch() int32 { return l.epoch.Load() }
+
+// SetLeaderEpoch sets the partition leader epoch stamped on batches
+// appended from now on.
+func (l *Log) SetLeaderEpoch(epoch int32) { l.epoch.Store(epoch) }
+
+// Recovery reports what Open did to the directory.
+func (l *Log) Recovery() RecoveryReport { return l.recovery }
+
+// Checkpoint returns the state the owner should persist for this log (see
+// State). It may be called at any time, also after Close.
+func (l *Log) Checkpoint() State {
+	return State{
+		RecoveryPoint:  l.durable.Load(),
+		LogStartOffset: l.snap.Load().start,
+		HighWatermark:  l.hw.Load().offset,
+		Clean:          l.cleanClose.Load(),
+	}
+}
+
+// Stats returns the log's counters.
+func (l *Log) Stats() Stats {
+	st := Stats{
+		OpenSealedSegments: l.openSealed.Load(),
+		Syncs:              l.syncs.Load(),
+		Rolls:              l.rolls.Load(),
+	}
+	sn := l.snap.Load()
+	st.Segments = sn.segs.Len()
+	sn.segs.Ascend(func(e *segEntry) bool {
+		st.IndexRebuilds += e.seg.IndexRebuilds()
+		return true
+	})
+	return st
+}
+
+// err returns why the log refuses writes, or nil.
+func (l *Log) err() error {
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	if p := l.failure.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// fail puts the log in the failed state (the first cause wins) and returns
+// the error appenders get from now on.
+func (l *Log) fail(cause error) error {
+	werr := fmt.Errorf("%w: %w", ErrFailed, cause)
+	if l.failure.CompareAndSwap(nil, &werr) {
+		return werr
+	}
+	return *l.failure.Load()
+}
+
+// beforeWrite runs the BeforeFirstWrite hook if no write happened since
+// Open. Every path that changes the directory calls it first, holding no
+// other lock of the log.
+func (l *Log) beforeWrite() error {
+	if l.firstWriteDone.Load() {
+		return nil
+	}
+	l.firstWriteMu.Lock()
+	defer l.firstWriteMu.Unlock()
+	if l.firstWriteDone.Load() {
+		return nil
+	}
+	if h := l.opts.BeforeFirstWrite; h != nil {
+		if err := h(); err != nil {
+			return fmt.Errorf("log: BeforeFirstWrite: %w", err)
+		}
+	}
+	l.firstWriteDone.Store(true)
+	return nil
+}
+
+// lockAppend takes appendMu once no roll or truncation is in progress.
+func (l *Log) lockAppend() {
+	l.appendMu.Lock()
+	for l.busy {
+		l.idle.Wait()
+	}
+}
+
+// publishLocked installs a fresh reader snapshot of the tree. appendMu must
+// be held.
+func (l *Log) publishLocked(start int64) {
+	l.snap.Store(&snapshot{segs: l.tree.Clone(), start: start})
+}
+
+// publishHWLocked recomputes the high watermark from its inputs and wakes
+// waiters if it moved. appendMu must be held.
+func (l *Log) publishHWLocked() {
+	limit := l.endMark
+	if l.opts.FlushPolicy.mode == flushSync {
+		limit = l.durMark
+	}
+	m := limit
+	if l.opts.ExternalHighWatermark && l.extHW.offset < limit.offset {
+		m = l.extHW
+	}
+	if cur := l.hw.Load(); cur != nil && *cur == m {
+		return
+	}
+	l.hw.Store(&m)
+	l.hwWake.notify()
+}
+
+// Close flushes and closes the log: rolled segments are sealed, the active
+// one is sealed too (fsynced, indexes trimmed), the background goroutine
+// stops, files are closed, and waiters return ErrClosed. Views already
+// handed out stay valid until released. After a successful Close of a log
+// that had not failed, Checkpoint reports Clean and the recovery point is
+// the log end. Close is idempotent; later calls return ErrClosed.
+//
+// A failed log is closed without flushing: what it wrote after the failure
+// is not trusted, and the next Open (not Clean) recovers it.
+func (l *Log) Close() error {
+	l.lockAppend()
+	if l.closing {
+		l.appendMu.Unlock()
+		return ErrClosed
+	}
+	l.closing = true
+	l.appendMu.Unlock()
+
+	close(l.quit)
+	l.wg.Wait()
+
+	l.retentionMu.Lock()
+	defer l.retentionMu.Unlock()
+	l.syncMu.Lock()
+	var errs []error
+	if l.failure.Load() == nil {
+		if err := l.flushLocked(true); err != nil {
+			errs = append(errs, err)
+		} else if err := l.active.seg.Seal(); err != nil {
+			errs = append(errs, l.fail(fmt.Errorf("log: seal %s: %w", l.active.seg, err)))
+		}
+	}
+	l.closed.Store(true)
+	l.syncMu.Unlock()
+	l.hwWake.broadcast()
+
+	l.appendMu.Lock()
+	var all []*segEntry
+	l.tree.Ascend(func(e *segEntry) bool {
+		all = append(all, e)
+		return true
+	})
+	l.appendMu.Unlock()
+	for _, e := range all {
+		l.caps.forget(&e.capEntry)
+		if err := e.seg.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	err := errors.Join(errs...)
+	if err == nil && l.failure.Load() == nil {
+		l.cleanClose.Store(true)
+	}
+	return err
+}
+
+// goFunc runs fn on a goroutine that Close waits for.
+func (l *Log) goFunc(fn func()) {
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		fn()
+	}()
+}
+
+// background is the log's one goroutine: it seals rolled segments, runs
+// FlushInterval's flushes and the retention schedule.
+func (l *Log) background() {
+	var retention <-chan time.Time
+	if l.opts.RetentionCheckInterval > 0 {
+		t := time.NewTicker(l.opts.RetentionCheckInterval)
+		defer t.Stop()
+		retention = t.C
+	}
+	flush := time.NewTimer(time.Hour)
+	flush.Stop()
+	defer flush.Stop()
+	for {
+		select {
+		case <-l.quit:
+			return
+		case <-l.sealKick:
+			l.sealPending()
+		case <-l.flushKick:
+			flush.Reset(l.opts.FlushPolicy.interval)
+		case <-flush.C:
+			_ = l.Sync() // a failure puts the log in the failed state
+		case <-retention:
+			_, _ = l.EnforceRetention(l.opts.Now())
+		}
+	}
+}
+
+// kick sends a non-blocking wake-up on a one-slot channel.
+func kick(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}

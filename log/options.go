@@ -1,0 +1,232 @@
+package log
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/foliolog/folio/internal/readpath"
+)
+
+// Defaults, Kafka's where Kafka has one.
+const (
+	DefaultSegmentBytes           = 1 << 30 // segment.bytes
+	MaxSegmentBytes               = math.MaxInt32
+	DefaultSegmentAge             = 7 * 24 * time.Hour // segment.ms
+	DefaultIndexIntervalBytes     = 4096               // index.interval.bytes
+	DefaultMaxIndexBytes          = 10 << 20           // segment.index.bytes
+	DefaultMaxBatchBytes          = 1<<20 + 12         // message.max.bytes
+	DefaultRetentionAge           = 7 * 24 * time.Hour // retention.ms
+	DefaultRetentionCheckInterval = 5 * time.Minute    // log.retention.check.interval.ms
+	// minSegmentBytes leaves room for at least one batch header, so a
+	// roll always makes progress.
+	minSegmentBytes = 128
+)
+
+// Options configure a Log. A nil *Options, and every zero field, means the
+// default stated on the field.
+type Options struct {
+	// SegmentBytes is the size at which the active segment rolls: an
+	// append that would take it past this size goes to a new segment.
+	// Default 1 GiB; at most MaxSegmentBytes (2 GiB - 1), because
+	// positions inside a segment are 32-bit. The active segment's mapping
+	// (mmap read path) is this large.
+	SegmentBytes int64
+	// SegmentAge rolls a non-empty active segment once it is older than
+	// this, measured from when this Log created or reopened it. Default 7
+	// days; negative disables rolling by age.
+	SegmentAge time.Duration
+	// IndexIntervalBytes is how many bytes of batches lie between two index
+	// entries. Default 4096.
+	IndexIntervalBytes int
+	// MaxIndexBytes is the size of each index file of the active segment;
+	// a full index rolls the segment. Default 10 MiB.
+	MaxIndexBytes int64
+	// MaxBatchBytes is the largest batch Append accepts, header included.
+	// Default 1 MiB + 12. It must not exceed SegmentBytes.
+	MaxBatchBytes int
+	// RetentionBytes deletes the oldest segments while the log without
+	// them still holds at least this many bytes. Zero or negative (the
+	// default) is unlimited.
+	RetentionBytes int64
+	// RetentionAge deletes a segment once its largest record timestamp is
+	// older than this. Default 7 days; negative is unlimited.
+	RetentionAge time.Duration
+	// RetentionCheckInterval is how often the Log's own goroutine applies
+	// retention. Default 5 minutes; negative disables the schedule
+	// (EnforceRetention still works on demand).
+	RetentionCheckInterval time.Duration
+	// FlushPolicy says when appended bytes are fsynced and so what an
+	// acknowledgement promises. Default FlushSync.
+	FlushPolicy FlushPolicy
+	// ReadPath chooses how Read serves bytes: readpath.Mmap (the default)
+	// or readpath.Sendfile.
+	ReadPath readpath.Kind
+	// LogAppendTime stamps every appended batch with the append time (as
+	// Kafka's message.timestamp.type=LogAppendTime does). Default false:
+	// producers' create times are kept.
+	LogAppendTime bool
+	// ExternalHighWatermark leaves the high watermark to the caller
+	// (replication) through SetHighWatermark; it never passes the durable
+	// end under FlushSync nor the log end otherwise. Default false: the log
+	// sets it itself.
+	ExternalHighWatermark bool
+	// BeforeFirstWrite, if set, is called exactly once, before the first
+	// change the Log makes to its directory after Open (an append, a roll,
+	// a recovery cut, a deletion). The data directory's owner removes its
+	// clean-shutdown marker here, durably. If it returns an error nothing
+	// is written, the operation fails with that error, and the next write
+	// calls it again.
+	BeforeFirstWrite func() error
+	// Caps bounds the open files and mappings of sealed segments. Share one
+	// *ResourceCaps between all logs of a process. Nil gives this Log a
+	// private one with DefaultMaxOpenSegments.
+	Caps *ResourceCaps
+	// Now is the clock for segment age, retention and log-append time.
+	// Default time.Now. Tests inject a fake one.
+	Now func() time.Time
+}
+
+// withDefaults returns a copy of o (nil allowed) with every zero field set to
+// its default.
+func (o *Options) withDefaults() Options {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	if c.SegmentBytes == 0 {
+		c.SegmentBytes = DefaultSegmentBytes
+	}
+	if c.SegmentAge == 0 {
+		c.SegmentAge = DefaultSegmentAge
+	}
+	if c.IndexIntervalBytes == 0 {
+		c.IndexIntervalBytes = DefaultIndexIntervalBytes
+	}
+	if c.MaxIndexBytes == 0 {
+		c.MaxIndexBytes = DefaultMaxIndexBytes
+	}
+	if c.MaxBatchBytes == 0 {
+		c.MaxBatchBytes = DefaultMaxBatchBytes
+		if int64(c.MaxBatchBytes) > c.SegmentBytes {
+			// A small segment size implies small batches; keep the pair valid.
+			c.MaxBatchBytes = int(c.SegmentBytes)
+		}
+	}
+	if c.RetentionAge == 0 {
+		c.RetentionAge = DefaultRetentionAge
+	}
+	if c.RetentionCheckInterval == 0 {
+		c.RetentionCheckInterval = DefaultRetentionCheckInterval
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// validate checks an Options that went through withDefaults and names the
+// first bad field.
+func (o *Options) validate() error {
+	bad := func(field string, format string, args ...any) error {
+		return fmt.Errorf("%w: Options.%s %s", ErrInvalidOptions, field, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case o.SegmentBytes < minSegmentBytes || o.SegmentBytes > MaxSegmentBytes:
+		return bad("SegmentBytes", "%d outside [%d, %d]", o.SegmentBytes, minSegmentBytes, int64(MaxSegmentBytes))
+	case o.IndexIntervalBytes < 0:
+		return bad("IndexIntervalBytes", "%d is negative", o.IndexIntervalBytes)
+	case o.MaxIndexBytes < 12:
+		return bad("MaxIndexBytes", "%d holds no index entry", o.MaxIndexBytes)
+	case o.MaxBatchBytes < 61:
+		return bad("MaxBatchBytes", "%d is below a batch header (61 bytes)", o.MaxBatchBytes)
+	case int64(o.MaxBatchBytes) > o.SegmentBytes:
+		return bad("MaxBatchBytes", "%d exceeds SegmentBytes %d", o.MaxBatchBytes, o.SegmentBytes)
+	case o.ReadPath != readpath.Mmap && o.ReadPath != readpath.Sendfile:
+		return bad("ReadPath", "%d is not a read path", o.ReadPath)
+	}
+	if err := o.FlushPolicy.validate(); err != nil {
+		return bad("FlushPolicy", "%v", err)
+	}
+	return nil
+}
+
+type flushMode uint8
+
+const (
+	flushSync flushMode = iota // the zero value: the default
+	flushNone
+	flushInterval
+	flushEveryN
+)
+
+// FlushPolicy says when the log fsyncs, and so what an acknowledged append
+// survives. The zero value is FlushSync. Append never returns before its
+// bytes are written to the file (the page cache) under any policy, so every
+// policy survives a crash of the process; they differ on power loss or a
+// kernel crash.
+type FlushPolicy struct {
+	mode     flushMode
+	interval time.Duration
+	n        int64
+}
+
+var (
+	// FlushSync acknowledges an append only after an fsync covers its
+	// records. Concurrent appenders share fsyncs (group commit). Nothing
+	// acknowledged is lost on power loss.
+	FlushSync = FlushPolicy{mode: flushSync}
+	// FlushNone never fsyncs on the append path (Kafka's default): the
+	// page cache holds the records until the kernel writes them back, a
+	// segment is fsynced when it is sealed and at Close. A power cut can
+	// take back any record not yet written back.
+	FlushNone = FlushPolicy{mode: flushNone}
+)
+
+// FlushInterval fsyncs at most d after the first unsynced append; on power
+// loss the records appended in the last d (plus one fsync's duration) may be
+// lost.
+func FlushInterval(d time.Duration) FlushPolicy {
+	return FlushPolicy{mode: flushInterval, interval: d}
+}
+
+// FlushEveryN fsyncs once n records are unsynced; the append that reaches n
+// waits for that fsync. With one appender a power cut loses fewer than n
+// acknowledged records; with several, up to n-1 plus the records of the
+// appends in flight when the count was checked.
+func FlushEveryN(n int64) FlushPolicy {
+	return FlushPolicy{mode: flushEveryN, n: n}
+}
+
+func (p FlushPolicy) validate() error {
+	switch p.mode {
+	case flushSync, flushNone:
+		return nil
+	case flushInterval:
+		if p.interval <= 0 {
+			return fmt.Errorf("interval %v is not positive", p.interval)
+		}
+		return nil
+	case flushEveryN:
+		if p.n <= 0 {
+			return fmt.Errorf("n %d is not positive", p.n)
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown mode %d", p.mode)
+}
+
+// String names the policy as it is written in configuration.
+func (p FlushPolicy) String() string {
+	switch p.mode {
+	case flushSync:
+		return "sync"
+	case flushNone:
+		return "none"
+	case flushInterval:
+		return "interval(" + p.interval.String() + ")"
+	case flushEveryN:
+		return fmt.Sprintf("every(%d)", p.n)
+	}
+	return fmt.Sprintf("FlushPolicy(%d)", p.mode)
+}

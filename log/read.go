@@ -1,0 +1,269 @@
+package log
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/foliolog/folio/internal/readpath"
+	"github.com/foliolog/folio/record"
+	"github.com/foliolog/folio/segment"
+)
+
+// Read returns a view of whole batches of one segment, starting with the
+// batch that holds offset: as many as fit in maxBytes, and always that
+// first one, however large. Only records below the high watermark are
+// visible. The view comes from Options.ReadPath; its bytes are valid until
+// the caller releases it, and stay valid even if retention deletes or
+// TruncateTo cuts the segment meanwhile. The first batch may start below
+// offset (a batch is never split); a consumer skips the records before it.
+//
+// Read takes no lock the appender holds. It returns an
+// *OffsetOutOfRangeError for an offset below the log start or beyond the
+// log end, and ErrNoData for an offset at or beyond the high watermark
+// (Wait for it).
+func (l *Log) Read(offset int64, maxBytes int) (*readpath.View, error) {
+	for attempt := 0; ; attempt++ {
+		if l.closed.Load() {
+			return nil, ErrClosed
+		}
+		sn := l.snap.Load()
+		hw := l.hw.Load()
+		end := l.end.Load()
+		if offset < sn.start || offset > end {
+			return nil, &OffsetOutOfRangeError{Offset: offset, Start: sn.start, End: end}
+		}
+		if offset >= hw.offset {
+			return nil, ErrNoData
+		}
+		v, err := l.readSnapshot(sn, hw, offset, maxBytes)
+		if err == nil || attempt > 0 || !errors.Is(err, segment.ErrClosed) {
+			return v, err
+		}
+		// The segment was deleted or the log closed after the snapshot was
+		// taken: look again with a fresh one.
+	}
+}
+
+// readSnapshot finds the segment holding offset in sn and reads it, moving
+// on to the next segment if offset falls in a gap after a segment's last
+// batch.
+func (l *Log) readSnapshot(sn *snapshot, hw *mark, offset int64, maxBytes int) (*readpath.View, error) {
+	e := floorEntry(sn, offset)
+	for e != nil {
+		if e.base > hw.segBase {
+			return nil, ErrNoData
+		}
+		maxPos := int64(-1)
+		if e.base == hw.segBase {
+			maxPos = hw.pos
+		}
+		l.caps.acquire(&e.capEntry)
+		v, err := e.seg.Read(max(offset, e.base), maxBytes, maxPos)
+		l.caps.release(&e.capEntry)
+		if err == nil {
+			return v, nil
+		}
+		if !errors.Is(err, segment.ErrOffsetOutOfRange) {
+			return nil, fmt.Errorf("log: read %s at %d: %w", l.dir, offset, err)
+		}
+		if e.base == hw.segBase {
+			// The batch holding offset ends beyond the visible bytes.
+			return nil, ErrNoData
+		}
+		e = nextEntry(sn, e)
+	}
+	return nil, ErrNoData
+}
+
+// floorEntry returns the segment with the largest base at or below offset,
+// else the first one.
+func floorEntry(sn *snapshot, offset int64) *segEntry {
+	var found *segEntry
+	sn.segs.DescendLessOrEqual(&segEntry{base: offset}, func(e *segEntry) bool {
+		found = e
+		return false
+	})
+	if found == nil {
+		found, _ = sn.segs.Min()
+	}
+	return found
+}
+
+// nextEntry returns the segment after e in sn, or nil.
+func nextEntry(sn *snapshot, e *segEntry) *segEntry {
+	var found *segEntry
+	sn.segs.AscendGreaterOrEqual(&segEntry{base: e.base + 1}, func(n *segEntry) bool {
+		found = n
+		return false
+	})
+	return found
+}
+
+// OffsetForTime returns the first offset whose batch has a timestamp at or
+// after t (Kafka's ListOffsets by time), with ok false when no visible
+// record has one. The offset is a batch's base offset, or the log start
+// offset if that is later; records before the one matching t may share the
+// batch.
+func (l *Log) OffsetForTime(t time.Time) (offset int64, ok bool, err error) {
+	if l.closed.Load() {
+		return 0, false, ErrClosed
+	}
+	ts := t.UnixMilli()
+	sn := l.snap.Load()
+	hw := l.hw.Load()
+	var (
+		found bool
+		ferr  error
+	)
+	sn.segs.Ascend(func(e *segEntry) bool {
+		if e.base >= hw.offset {
+			return false
+		}
+		l.caps.acquire(&e.capEntry)
+		defer l.caps.release(&e.capEntry)
+		next, err := e.seg.NextOffset()
+		if err != nil {
+			ferr = err
+			return false
+		}
+		if next <= sn.start {
+			return true
+		}
+		maxTs, err := e.seg.MaxTimestamp()
+		if err != nil {
+			ferr = err
+			return false
+		}
+		if maxTs < ts {
+			return true
+		}
+		o, hit, err := e.seg.OffsetForTime(ts)
+		if err != nil {
+			ferr = err
+			return false
+		}
+		if hit {
+			offset, found = max(o, sn.start), true
+			return false
+		}
+		return true
+	})
+	if ferr != nil {
+		if errors.Is(ferr, segment.ErrClosed) && !l.closed.Load() {
+			// Deleted under us by retention: the answer moved on; ask again.
+			return l.OffsetForTime(t)
+		}
+		return 0, false, fmt.Errorf("log: offset for time %d in %s: %w", ts, l.dir, ferr)
+	}
+	if !found || offset >= hw.offset {
+		return 0, false, nil
+	}
+	return offset, true, nil
+}
+
+// Wait returns nil as soon as a record at or beyond offset is visible
+// (offset is below the high watermark), ctx.Err() when ctx ends first, and
+// ErrClosed when the log closes. It does not poll: appenders and flushes
+// wake it when the high watermark moves.
+func (l *Log) Wait(ctx context.Context, offset int64) error {
+	if offset < l.hw.Load().offset {
+		return nil
+	}
+	defer l.hwWake.unregister()
+	for {
+		ch := l.hwWake.register()
+		if l.closed.Load() {
+			return ErrClosed
+		}
+		if offset < l.hw.Load().offset {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		l.hwWake.unregister()
+	}
+}
+
+// markFor returns the mark of the batch boundary at or below offset in sn:
+// the base offset and position of the batch holding offset, or the log end
+// when offset is the log end. appendMu must be held (the end is read from
+// endMark).
+func (l *Log) markFor(sn *snapshot, offset int64) (mark, error) {
+	if offset >= l.endMark.offset {
+		return l.endMark, nil
+	}
+	e := floorEntry(sn, offset)
+	for e != nil {
+		m, err := l.batchMark(e, max(offset, e.base))
+		if err == nil {
+			return m, nil
+		}
+		if !errors.Is(err, segment.ErrOffsetOutOfRange) {
+			return mark{}, fmt.Errorf("log: find offset %d in %s: %w", offset, l.dir, err)
+		}
+		e = nextEntry(sn, e)
+	}
+	return l.endMark, nil
+}
+
+// batchMark returns the mark of the start of the batch holding offset in e.
+func (l *Log) batchMark(e *segEntry, offset int64) (mark, error) {
+	l.caps.acquire(&e.capEntry)
+	defer l.caps.release(&e.capEntry)
+	v, err := e.seg.Read(offset, 0, -1)
+	if err != nil {
+		return mark{}, err
+	}
+	defer v.Release()
+	var base int64
+	err = readpath.Guard(func() error {
+		b, err := v.Bytes()
+		if err != nil {
+			return err
+		}
+		if len(b) < record.HeaderSize {
+			return fmt.Errorf("%w: %s: short batch at %d", ErrCorrupt, e.seg, v.Pos())
+		}
+		base = record.Batch(b).BaseOffset()
+		return nil
+	})
+	if err != nil {
+		return mark{}, err
+	}
+	return mark{offset: base, segBase: e.base, pos: v.Pos()}, nil
+}
+
+// SetHighWatermark sets the high watermark of a log opened with
+// Options.ExternalHighWatermark (replication computes it from the
+// followers). The visible high watermark is the smaller of this value and
+// the durable end under FlushSync, the log end under the other policies.
+// It returns ErrBadHighWatermark for a value below the log start or beyond
+// the log end. A watermark inside a batch is rounded down to that batch's
+// base offset: readers never see part of a batch, and HighWatermark then
+// reports the rounded value.
+func (l *Log) SetHighWatermark(offset int64) error {
+	if !l.opts.ExternalHighWatermark {
+		return fmt.Errorf("%w: the log sets its own (Options.ExternalHighWatermark is off)", ErrBadHighWatermark)
+	}
+	l.lockAppend()
+	defer l.appendMu.Unlock()
+	if l.closing {
+		return ErrClosed
+	}
+	sn := l.snap.Load()
+	if offset < sn.start || offset > l.next {
+		return fmt.Errorf("%w: %d outside [%d, %d]", ErrBadHighWatermark, offset, sn.start, l.next)
+	}
+	m, err := l.markFor(sn, offset)
+	if err != nil {
+		return err
+	}
+	l.extHW = m
+	l.publishHWLocked()
+	return nil
+}
