@@ -5,23 +5,26 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
-	"os"
 
+	"github.com/foliolog/folio/internal/vfs"
 	"github.com/foliolog/folio/record"
+	"github.com/foliolog/folio/segment"
 )
 
 // span is one batch's place in a segment file.
 type span struct {
-	Pos     int64
-	Size    int
-	Records int
+	Pos        int64
+	Size       int
+	Records    int
+	BaseOffset int64
 }
 
 // dataset is a segment .log file written for a read suite, with what a
 // consumer must find in it: every figure is checked against these so that a
 // read path that returned wrong bytes fails instead of looking fast.
 type dataset struct {
-	Path     string
+	Dir      string // the segment's directory
+	Path     string // its .log file
 	Size     int64
 	Batches  []span
 	Records  int64
@@ -42,38 +45,51 @@ type batchPlan struct {
 	Total      int64
 }
 
-// writeDataset writes a segment file of plan's batches to path: offsets
-// ascend from 0 without gaps, create-time timestamps ascend, no compression,
-// exactly as a producer's batches land in a segment after the log assigns
-// offsets.
-func writeDataset(path string, plan batchPlan) (*dataset, error) {
+// writeDataset writes a segment with base offset 0 in dir through the
+// segment package, as the log would: offsets ascend from 0 without gaps,
+// create-time timestamps ascend, no compression. The segment is sealed
+// (fsynced, indexes trimmed) and closed; readers open its .log.
+func writeDataset(dir string, plan batchPlan) (*dataset, error) {
 	if plan.RecSize < 0 || plan.BatchBytes < record.HeaderSize || plan.Total <= 0 {
 		return nil, fmt.Errorf("%w: batch plan %+v", ErrUsage, plan)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	seg, err := segment.Create(vfs.Default, dir, 0, datasetOptions(plan))
 	if err != nil {
-		return nil, fmt.Errorf("bench: create dataset: %w", err)
+		return nil, fmt.Errorf("bench: create dataset segment: %w", err)
 	}
-	ds, err := fillDataset(f, plan)
-	if cerr := f.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("bench: close dataset %s: %w", path, cerr)
+	ds, err := fillDataset(seg, plan)
+	if err == nil {
+		err = seg.Seal()
+	}
+	if cerr := seg.Close(); err == nil && cerr != nil {
+		err = cerr
 	}
 	if err != nil {
-		os.Remove(path)
-		return nil, err
+		seg.Delete()
+		return nil, fmt.Errorf("bench: write dataset: %w", err)
 	}
-	ds.Path = path
+	ds.Dir, ds.Path = dir, segment.LogPath(dir, 0)
 	return ds, nil
 }
 
-func fillDataset(f *os.File, plan batchPlan) (*dataset, error) {
+// datasetOptions lets one segment hold the whole plan: its batches may be
+// up to 1 MiB (Kafka's default limit is 1 MiB + 12) and its size is what
+// the plan writes, far below the 2 GiB a segment can hold.
+func datasetOptions(plan batchPlan) *segment.Options {
+	return &segment.Options{
+		MaxBatchBytes:   max(plan.BatchBytes+plan.RecSize+1024, 1<<20+12),
+		MaxSegmentBytes: min(plan.Total+int64(plan.BatchBytes)+int64(plan.RecSize)+(1<<20), segment.MaxSegmentBytesLimit),
+	}
+}
+
+func fillDataset(seg *segment.Segment, plan batchPlan) (*dataset, error) {
 	var seed [32]byte
 	binary.LittleEndian.PutUint64(seed[:], dataSeed)
 	binary.LittleEndian.PutUint64(seed[8:], uint64(plan.RecSize))
 	rng := rand.New(rand.NewChaCha8(seed))
 	b, err := record.NewBuilder(nil)
 	if err != nil {
-		return nil, fmt.Errorf("bench: builder: %w", err)
+		return nil, err
 	}
 	ds := &dataset{}
 	value := make([]byte, plan.RecSize)
@@ -87,28 +103,60 @@ func fillDataset(f *os.File, plan batchPlan) (*dataset, error) {
 			fillRandom(rng, value)
 			ts := int64(baseTime) + offset + int64(b.Len())
 			if err := b.Append(record.Record{Value: value, Timestamp: ts}); err != nil {
-				return nil, fmt.Errorf("bench: append record: %w", err)
+				return nil, err
 			}
 			ds.ValueSum += touch(value)
 		}
 		buf, err = b.Build(buf)
 		if err != nil {
-			return nil, fmt.Errorf("bench: build batch: %w", err)
+			return nil, err
 		}
-		if _, err := f.Write(buf); err != nil {
-			return nil, fmt.Errorf("bench: write dataset: %w", err)
+		pos, err := seg.Append(record.Batch(buf))
+		if err != nil {
+			return nil, err
+		}
+		if pos != ds.Size {
+			return nil, fmt.Errorf("%w: segment put batch %d at %d, expected %d", ErrMismatch, len(ds.Batches), pos, ds.Size)
 		}
 		ds.CRC = crc32.Update(ds.CRC, castagnoli, buf)
 		n := b.Len()
-		ds.Batches = append(ds.Batches, span{Pos: ds.Size, Size: len(buf), Records: n})
+		ds.Batches = append(ds.Batches, span{Pos: pos, Size: len(buf), Records: n, BaseOffset: offset})
 		ds.Size += int64(len(buf))
 		ds.Records += int64(n)
 		offset += int64(n)
 	}
-	if err := f.Sync(); err != nil {
-		return nil, fmt.Errorf("bench: sync dataset: %w", err)
-	}
 	return ds, nil
+}
+
+// checkFetchPlan proves that plan is what the segment's own Read returns
+// for fetches of maxBytes: same positions, same lengths. The timed runs then
+// read by position, leaving the (identical) index lookup out of the figures.
+func checkFetchPlan(ds *dataset, plan []fetch, maxBytes int) error {
+	seg, err := segment.Open(vfs.Default, ds.Dir, 0, nil)
+	if err != nil {
+		return fmt.Errorf("bench: open dataset segment: %w", err)
+	}
+	defer seg.Close()
+	bi := 0
+	for _, f := range plan {
+		for bi < len(ds.Batches) && ds.Batches[bi].Pos < f.Pos {
+			bi++
+		}
+		if bi == len(ds.Batches) || ds.Batches[bi].Pos != f.Pos {
+			return fmt.Errorf("%w: fetch at %d starts on no batch", ErrMismatch, f.Pos)
+		}
+		v, err := seg.Read(ds.Batches[bi].BaseOffset, maxBytes, -1)
+		if err != nil {
+			return fmt.Errorf("bench: segment read at offset %d: %w", ds.Batches[bi].BaseOffset, err)
+		}
+		pos, n := v.Pos(), v.Len()
+		v.Release()
+		if pos != f.Pos || n != f.Len {
+			return fmt.Errorf("%w: segment.Read(%d, %d) gives [%d, +%d), the plan [%d, +%d)",
+				ErrMismatch, ds.Batches[bi].BaseOffset, maxBytes, pos, n, f.Pos, f.Len)
+		}
+	}
+	return nil
 }
 
 func fillRandom(rng *rand.Rand, b []byte) {

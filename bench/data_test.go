@@ -5,7 +5,6 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/foliolog/folio/record"
@@ -17,12 +16,16 @@ func TestWriteDataset(t *testing.T) {
 		{RecSize: 16 << 10, BatchBytes: 16 << 10, Total: 300 << 10}, // one record per batch
 		{RecSize: 1 << 10, BatchBytes: 1 << 20, Total: 3 << 20},
 	} {
-		path := filepath.Join(t.TempDir(), "00000000000000000000.log")
-		ds, err := writeDataset(path, plan)
+		ds, err := writeDataset(t.TempDir(), plan)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := os.ReadFile(path)
+		for _, fb := range []int{1, 64 << 10, 1 << 20} {
+			if err := checkFetchPlan(ds, fetchPlan(ds.Batches, fb), fb); err != nil {
+				t.Fatalf("%+v fetch %d: %v", plan, fb, err)
+			}
+		}
+		b, err := os.ReadFile(ds.Path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +58,7 @@ func TestWriteDataset(t *testing.T) {
 			if len(batch) > plan.BatchBytes && sp.Records > 1 {
 				t.Fatalf("batch %d: %d bytes over the %d target with %d records", i, len(batch), plan.BatchBytes, sp.Records)
 			}
-			if batch.BaseOffset() != next {
+			if batch.BaseOffset() != next || sp.BaseOffset != next {
 				t.Fatalf("batch %d base offset %d, want %d", i, batch.BaseOffset(), next)
 			}
 			it := batch.Records(nil)
@@ -78,13 +81,13 @@ func TestWriteDataset(t *testing.T) {
 			t.Fatalf("%+v: re-read %d records sum %x, dataset says %d sum %x", plan, records, sum, ds.Records, ds.ValueSum)
 		}
 	}
-	if _, err := writeDataset(filepath.Join(t.TempDir(), "x"), batchPlan{RecSize: 1, BatchBytes: 10, Total: 1}); !errors.Is(err, ErrUsage) {
+	if _, err := writeDataset(t.TempDir(), batchPlan{RecSize: 1, BatchBytes: 10, Total: 1}); !errors.Is(err, ErrUsage) {
 		t.Errorf("a batch smaller than a header was accepted: %v", err)
 	}
 }
 
 func TestFetchPlan(t *testing.T) {
-	spans := []span{{0, 100, 1}, {100, 300, 1}, {400, 50, 1}, {450, 1000, 1}, {1450, 10, 1}}
+	spans := []span{{0, 100, 1, 0}, {100, 300, 1, 1}, {400, 50, 1, 2}, {450, 1000, 1, 3}, {1450, 10, 1, 4}}
 	got := fetchPlan(spans, 400)
 	want := []fetch{{0, 400}, {400, 50}, {450, 1000}, {1450, 10}}
 	if len(got) != len(want) {
@@ -101,7 +104,7 @@ func TestFetchPlan(t *testing.T) {
 	pos := int64(0)
 	for i := range 500 {
 		sz := 50 + (i*7919)%3000
-		many = append(many, span{pos, sz, 1})
+		many = append(many, span{pos, sz, 1, int64(i)})
 		pos += int64(sz)
 	}
 	for _, limit := range []int{1, 100, 4096, 1 << 20} {

@@ -150,9 +150,12 @@ func runReadPaths(ctx context.Context, e *env) ([]*table, error) {
 	var sockNote string
 	for _, rs := range plan.RecordSizes {
 		for _, bb := range plan.BatchBytes {
-			path := filepath.Join(e.dir, fmt.Sprintf("%020d.log", 0))
+			dsDir := filepath.Join(e.dir, fmt.Sprintf("r%d-b%d", rs, bb))
+			if err := os.Mkdir(dsDir, 0o755); err != nil {
+				return tables, fmt.Errorf("bench: %w", err)
+			}
 			e.step(suiteReadPaths, "writing %s of %s records in %s batches", formatBytes(plan.DataBytes), formatBytes(int64(rs)), formatBytes(int64(bb)))
-			ds, err := writeDataset(path, batchPlan{RecSize: rs, BatchBytes: bb, Total: plan.DataBytes})
+			ds, err := writeDataset(dsDir, batchPlan{RecSize: rs, BatchBytes: bb, Total: plan.DataBytes})
 			if err != nil {
 				return tables, err
 			}
@@ -167,6 +170,9 @@ func runReadPaths(ctx context.Context, e *env) ([]*table, error) {
 			}
 			for _, fb := range plan.FetchBytes {
 				fp := fetchPlan(ds.Batches, fb)
+				if err := checkFetchPlan(ds, fp, fb); err != nil {
+					return tables, err
+				}
 				for _, cons := range plan.Consumers {
 					for _, c := range caches {
 						params := []string{"", formatBytes(int64(rs)), formatBytes(int64(bb)), formatBytes(int64(fb)), strconv.Itoa(cons)}
@@ -198,7 +204,7 @@ func runReadPaths(ctx context.Context, e *env) ([]*table, error) {
 					}
 				}
 			}
-			if err := os.Remove(path); err != nil {
+			if err := os.RemoveAll(dsDir); err != nil {
 				return tables, fmt.Errorf("bench: remove dataset: %w", err)
 			}
 		}
