@@ -1,0 +1,93 @@
+// Package vfs is the file layer under Folio's storage packages: a small
+// FS/File interface over real files, the operating-system implementation
+// (Default), and FaultFS, an implementation for tests that knows what a
+// power cut would take and can inject failures.
+//
+// # Real files only
+//
+// Every File exposes its *os.File (OS) because the index package maps
+// files (edsrzf/mmap-go) and the read path sends them with sendfile; an
+// in-memory file system could do neither. FaultFS therefore also works on
+// real files in real directories, typically a test's t.TempDir().
+//
+// # Errors
+//
+// A full device is reported as an error wrapping ErrNoSpace and the errno
+// (syscall.ENOSPC or syscall.EDQUOT), whether it came from the OS or from a
+// FaultFS hook. Other errors are the os package's (*os.PathError,
+// *os.LinkError), so errors.Is(err, fs.ErrNotExist) and friends work.
+//
+// Allocate exists so that a file can be mapped and written through the
+// mapping without a SIGBUS when the disk fills: on Linux it is fallocate,
+// elsewhere it writes zeros past the end of the file (holes already inside
+// the file stay holes there).
+//
+// # What a power cut takes
+//
+// FaultFS keeps the model of durability that POSIX promises and that
+// careful storage engines assume (the rules Linux file systems honour at
+// least):
+//
+//   - A file's bytes and size are durable as of its last successful Sync.
+//     Writes, truncations and allocations after it are lost, and so are
+//     writes made through a shared mapping of the file: Sync reads the real
+//     file, so a mapped write is durable once a Sync follows it.
+//   - A directory entry is durable as of the last successful SyncDir of
+//     its directory. A created file, a new directory, a rename and a remove
+//     change the real disk at once but are undone by a cut until the
+//     directory holding the entry is synced: for a rename that is both
+//     directories, for a new directory its parent. A file that was synced
+//     but whose directory never was is lost entirely.
+//   - Files and directories that existed before the FaultFS first saw them
+//     are durable as they were then.
+//
+// The model is per directory, weaker than ext4's journal, which commits
+// metadata in order. One consequence: a file renamed from directory a to b
+// with only b synced is durable under both names, and a cut leaves two
+// independent copies; a directory in that situation keeps the first name in
+// path order. Code that survives this model survives a real file system.
+//
+// Durable and DurableNames say what a cut would leave now; Unsynced says how
+// many bytes of a file a Sync would still make durable.
+//
+// PowerCut then makes it so on the real disk: entries that were not durable
+// are removed, durable ones renamed or removed since are put back, every
+// file gets back its durable bytes and size. All handles open before the cut
+// die: every later call on them returns an error wrapping ErrPowerCut and
+// touches nothing, and their descriptors are closed. The FaultFS stays
+// usable, with the restored disk as its new durable baseline, so a test can
+// reopen the log on the same FaultFS and check what recovery makes of it.
+// Crash kills the handles the same way (ErrCrashed) but keeps every byte
+// written: the page cache survives a process crash; a later PowerCut still
+// drops what was never synced.
+//
+// # Injecting failures
+//
+// SetHook installs a function called before every operation that changes
+// something (Op: open, create, write, sync, syncdir, rename, remove,
+// truncate, allocate, mkdir) with no FaultFS lock held, so a hook may block
+// one operation while others, on other files or the same one, go on. A
+// non-nil error fails the operation without performing it; a
+// *ShortWriteError makes a write store only its first N bytes and then fail
+// (a torn write). FailNth, FailNthWhere, FailFromNthWhere and Chain build
+// common hooks.
+//
+// # Caveats
+//
+//   - Everything the code under test does to the tree must go through the
+//     FaultFS. Entries created behind its back are adopted as durable when
+//     it next looks at their directory; entries removed behind its back
+//     cannot be restored (PowerCut then fails with ErrRestore).
+//   - Mappings made before a cut are not invalidated. PowerCut rewrites and
+//     truncates the real files, so an old mapping may see the restored
+//     bytes, or fault past a shortened end, and a write through it after the
+//     cut lands in the new baseline. The code under test must abandon its
+//     mappings (and every other object of the dead process) at the cut.
+//   - An operation still in its hook when the cut happens fails with
+//     ErrPowerCut when the hook returns; one past its hook finishes first
+//     (the cut waits for it).
+//   - FaultFS keeps the durable content of every file written through it
+//     in memory until the next cut, and Sync reads the whole file: it is
+//     meant for test-sized data.
+//   - Symbolic links are not followed specially; hard links are not modelled.
+package vfs

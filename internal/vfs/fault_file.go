@@ -1,0 +1,193 @@
+package vfs
+
+import (
+	"errors"
+	"os"
+)
+
+// faultFile is a File of a FaultFS: the real *os.File plus the identity of
+// the file and the generation it was opened in.
+type faultFile struct {
+	fs   *FaultFS
+	f    *os.File
+	ino  *inode
+	name string // as given to OpenFile, for Name
+	abs  string // absolute form of name, for ops once the file is removed
+	gen  uint64
+}
+
+// op describes an operation on the file where it lives now.
+func (h *faultFile) op(kind OpKind) Op {
+	h.fs.nsMu.Lock()
+	p := h.ino.path
+	h.fs.nsMu.Unlock()
+	if p == "" {
+		p = h.abs
+	}
+	return Op{Kind: kind, Path: p}
+}
+
+// enterRead is enter for the calls that are not hooked.
+func (h *faultFile) enterRead(opName string) error {
+	h.fs.cutMu.RLock()
+	if h.fs.gen.Load() != h.gen {
+		defer h.fs.cutMu.RUnlock()
+		return h.fs.deadErrLocked(opName, h.abs, h.gen)
+	}
+	return nil
+}
+
+func (h *faultFile) Read(p []byte) (int, error) {
+	if err := h.enterRead("read"); err != nil {
+		return 0, err
+	}
+	defer h.fs.cutMu.RUnlock()
+	return h.f.Read(p)
+}
+
+func (h *faultFile) ReadAt(p []byte, off int64) (int, error) {
+	if err := h.enterRead("read"); err != nil {
+		return 0, err
+	}
+	defer h.fs.cutMu.RUnlock()
+	return h.f.ReadAt(p, off)
+}
+
+func (h *faultFile) Write(p []byte) (int, error) {
+	return h.write(p, -1)
+}
+
+func (h *faultFile) WriteAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		// Let the os package word the error, without consulting the hook.
+		return h.f.WriteAt(p, off)
+	}
+	return h.write(p, off)
+}
+
+// write is Write (off < 0) and WriteAt. A hook's *ShortWriteError stores a
+// prefix of p and then fails: a torn write.
+func (h *faultFile) write(p []byte, off int64) (int, error) {
+	op := h.op(OpWrite)
+	op.Off, op.Len = off, len(p)
+	injected, err := h.fs.enter(op, h.gen)
+	if err != nil {
+		return 0, err
+	}
+	defer h.fs.cutMu.RUnlock()
+	if injected != nil {
+		var sw *ShortWriteError
+		if !errors.As(injected, &sw) {
+			return 0, injectedErr(op, injected)
+		}
+		n := min(max(sw.N, 0), len(p))
+		m, err := h.writeReal(p[:n], off)
+		if err != nil {
+			return m, mapNoSpace(err)
+		}
+		return m, injectedErr(op, injected)
+	}
+	n, err := h.writeReal(p, off)
+	return n, mapNoSpace(err)
+}
+
+func (h *faultFile) writeReal(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return h.f.Write(p)
+	}
+	return h.f.WriteAt(p, off)
+}
+
+func (h *faultFile) Close() error {
+	h.fs.cutMu.RLock()
+	defer h.fs.cutMu.RUnlock()
+	if h.fs.gen.Load() != h.gen {
+		// The cut closed the descriptor already.
+		return h.fs.deadErrLocked("close", h.abs, h.gen)
+	}
+	h.fs.nsMu.Lock()
+	delete(h.fs.handles, h)
+	h.fs.nsMu.Unlock()
+	return h.f.Close()
+}
+
+// Sync fsyncs the file and makes its current bytes, including any written
+// through a shared mapping of OS(), its durable content. On a directory
+// handle it is SyncDir.
+func (h *faultFile) Sync() error {
+	op := h.op(OpSync)
+	injected, err := h.fs.enter(op, h.gen)
+	if err != nil {
+		return err
+	}
+	defer h.fs.cutMu.RUnlock()
+	if injected != nil {
+		return injectedErr(op, injected)
+	}
+	ino := h.ino
+	if ino.dir {
+		return h.fs.syncDirEntered(op.Path, h.f.Sync)
+	}
+	// Snapshot before the fsync, so that everything written before Sync
+	// was called is in it; bytes written while it runs may or may not be,
+	// as on a real disk.
+	ino.syncMu.Lock()
+	defer ino.syncMu.Unlock()
+	snap, err := readAllAt(h.f, ino.spare)
+	if err != nil {
+		return err
+	}
+	if err := syncData(h.f); err != nil {
+		return mapNoSpace(err)
+	}
+	h.fs.nsMu.Lock()
+	ino.spare = ino.durable
+	ino.durable = snap
+	ino.captured = true
+	h.fs.nsMu.Unlock()
+	return nil
+}
+
+func (h *faultFile) Truncate(size int64) error {
+	op := h.op(OpTruncate)
+	op.Off = size
+	injected, err := h.fs.enter(op, h.gen)
+	if err != nil {
+		return err
+	}
+	defer h.fs.cutMu.RUnlock()
+	if injected != nil {
+		return injectedErr(op, injected)
+	}
+	return mapNoSpace(h.f.Truncate(size))
+}
+
+func (h *faultFile) Allocate(off, n int64) error {
+	if err := checkRange(h.name, off, n); err != nil || n == 0 {
+		return err
+	}
+	op := h.op(OpAllocate)
+	op.Off, op.Len = off, int(n)
+	injected, err := h.fs.enter(op, h.gen)
+	if err != nil {
+		return err
+	}
+	defer h.fs.cutMu.RUnlock()
+	if injected != nil {
+		return injectedErr(op, injected)
+	}
+	return mapNoSpace(allocate(h.f, off, n))
+}
+
+func (h *faultFile) Stat() (os.FileInfo, error) {
+	if err := h.enterRead("stat"); err != nil {
+		return nil, err
+	}
+	defer h.fs.cutMu.RUnlock()
+	return h.f.Stat()
+}
+
+func (h *faultFile) Name() string { return h.name }
+
+// OS returns the real file. After a power cut or crash it is closed.
+func (h *faultFile) OS() *os.File { return h.f }
