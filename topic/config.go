@@ -1,0 +1,282 @@
+package topic
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/foliolog/folio/record"
+)
+
+// Limits and defaults of a topic's Config. Where Kafka has a default, it is
+// Kafka's.
+const (
+	// Unlimited, in RetentionBytes or RetentionAge, keeps data regardless of
+	// size or age (Kafka's -1).
+	Unlimited = -1
+
+	DefaultPartitions = 1
+	// MaxPartitions bounds a topic's partition count. It is a sanity limit
+	// (each partition is a directory, and a mistyped count should not create
+	// millions) that also keeps "<name>-<partition>" within 255 bytes.
+	MaxPartitions = 100_000
+
+	DefaultRetentionAge = 7 * 24 * time.Hour
+	DefaultSegmentBytes = 1 << 30
+	// MinSegmentBytes is the smallest segment that holds a batch header.
+	// Small segments are for tests; a batch larger than the segment size
+	// still gets a segment of its own.
+	MinSegmentBytes = record.HeaderSize
+	// MaxSegmentBytes keeps file positions within the 4-byte positions of
+	// the offset index.
+	MaxSegmentBytes   = math.MaxInt32
+	DefaultSegmentAge = 7 * 24 * time.Hour
+
+	// DefaultMaxMessageBytes is Kafka's message.max.bytes: 1 MiB of batch
+	// plus the 12-byte log overhead.
+	DefaultMaxMessageBytes = 1<<20 + record.LogOverhead
+	// MinMaxMessageBytes is the size of an empty batch.
+	MinMaxMessageBytes = record.HeaderSize
+)
+
+// Config is one topic's configuration. The zero value of every field means
+// its default, so Config{} is a valid configuration and callers set only
+// what they change; WithDefaults spells the defaults out. Settings and Set
+// convert to and from Kafka-style string settings for the CLI.
+//
+// The flush policy and read path are this package's own plain types, not the
+// log package's: the catalog stores them without depending on how the log
+// implements them, and the root package maps them when it opens a log.
+type Config struct {
+	// Partitions is the partition count, 1 to MaxPartitions. Default 1.
+	// After creation it only grows, through Catalog.AddPartitions.
+	Partitions int32
+	// RetentionBytes caps each partition's size; the oldest segments are
+	// deleted first. Default (0) and Unlimited mean no cap (Kafka's
+	// retention.bytes, default -1).
+	RetentionBytes int64
+	// RetentionAge deletes segments whose newest record is older than this.
+	// Default 7 days; Unlimited keeps them forever (Kafka's retention.ms).
+	RetentionAge time.Duration
+	// SegmentBytes is the size at which a partition rolls to a new segment,
+	// MinSegmentBytes to MaxSegmentBytes. Default 1 GiB.
+	SegmentBytes int64
+	// SegmentAge rolls a segment that has been active this long. Default 7
+	// days (Kafka's segment.ms).
+	SegmentAge time.Duration
+	// Flush is what an acknowledgement waits for. Default FlushSync.
+	Flush FlushPolicy
+	// ReadPath chooses how reads reach the segment files. Default ReadMmap.
+	ReadPath ReadPath
+	// Cleanup chooses between deleting old segments and compacting by key.
+	// Default CleanupDelete.
+	Cleanup CleanupPolicy
+	// TimestampType is whose clock stamps records: the producer's
+	// (CreateTime, the default) or the log's at append (LogAppendTime).
+	TimestampType TimestampType
+	// MaxMessageBytes is the largest batch the topic accepts, in bytes,
+	// MinMaxMessageBytes to math.MaxInt32. Default DefaultMaxMessageBytes.
+	MaxMessageBytes int32
+	// Compression is the codec batches are stored with. Default
+	// CompressionProducer: as the producer sent them.
+	Compression Compression
+}
+
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	if c.Partitions == 0 {
+		c.Partitions = DefaultPartitions
+	}
+	if c.RetentionBytes == 0 {
+		c.RetentionBytes = Unlimited
+	}
+	if c.RetentionAge == 0 {
+		c.RetentionAge = DefaultRetentionAge
+	}
+	if c.SegmentBytes == 0 {
+		c.SegmentBytes = DefaultSegmentBytes
+	}
+	if c.SegmentAge == 0 {
+		c.SegmentAge = DefaultSegmentAge
+	}
+	if c.MaxMessageBytes == 0 {
+		c.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	return c
+}
+
+// Validate reports the first field that is out of range, by name. Zero
+// fields are valid: they mean the default.
+func (c Config) Validate() error {
+	d := c.WithDefaults()
+	switch {
+	case d.Partitions < 1 || d.Partitions > MaxPartitions:
+		return fmt.Errorf("%w: Partitions %d, want 1 to %d", ErrInvalidConfig, c.Partitions, MaxPartitions)
+	case d.RetentionBytes < 1 && d.RetentionBytes != Unlimited:
+		return fmt.Errorf("%w: RetentionBytes %d, want a positive size or Unlimited (-1)", ErrInvalidConfig, c.RetentionBytes)
+	case d.RetentionAge < 1 && d.RetentionAge != Unlimited:
+		return fmt.Errorf("%w: RetentionAge %v, want a positive duration or Unlimited (-1)", ErrInvalidConfig, c.RetentionAge)
+	case d.SegmentBytes < MinSegmentBytes || d.SegmentBytes > MaxSegmentBytes:
+		return fmt.Errorf("%w: SegmentBytes %d, want %d to %d", ErrInvalidConfig, c.SegmentBytes, MinSegmentBytes, MaxSegmentBytes)
+	case d.SegmentAge < 1:
+		return fmt.Errorf("%w: SegmentAge %v, want a positive duration", ErrInvalidConfig, c.SegmentAge)
+	case d.MaxMessageBytes < MinMaxMessageBytes:
+		return fmt.Errorf("%w: MaxMessageBytes %d, want at least %d", ErrInvalidConfig, c.MaxMessageBytes, MinMaxMessageBytes)
+	}
+	if err := c.Flush.validate(); err != nil {
+		return err
+	}
+	if int(c.ReadPath) >= len(readPathNames) {
+		return fmt.Errorf("%w: ReadPath %d is not a known read path", ErrInvalidConfig, c.ReadPath)
+	}
+	if int(c.Cleanup) >= len(cleanupNames) {
+		return fmt.Errorf("%w: Cleanup %d is not a known cleanup policy", ErrInvalidConfig, c.Cleanup)
+	}
+	if int(c.TimestampType) >= len(timestampTypeNames) {
+		return fmt.Errorf("%w: TimestampType %d is not a known timestamp type", ErrInvalidConfig, c.TimestampType)
+	}
+	if int(c.Compression) >= len(compressionNames) {
+		return fmt.Errorf("%w: Compression %d is not a known compression", ErrInvalidConfig, c.Compression)
+	}
+	return nil
+}
+
+// Setting keys, Kafka's topic config names where Kafka has one.
+const (
+	KeyPartitions      = "partitions"
+	KeyRetentionBytes  = "retention.bytes"
+	KeyRetentionAge    = "retention.ms"
+	KeySegmentBytes    = "segment.bytes"
+	KeySegmentAge      = "segment.ms"
+	KeyFlush           = "flush"
+	KeyReadPath        = "read.path"
+	KeyCleanup         = "cleanup.policy"
+	KeyTimestampType   = "message.timestamp.type"
+	KeyMaxMessageBytes = "max.message.bytes"
+	KeyCompression     = "compression.type"
+)
+
+// Keys lists every setting key in the order Settings reports them.
+var Keys = []string{
+	KeyPartitions, KeyRetentionBytes, KeyRetentionAge, KeySegmentBytes, KeySegmentAge,
+	KeyFlush, KeyReadPath, KeyCleanup, KeyTimestampType, KeyMaxMessageBytes, KeyCompression,
+}
+
+// keyAliases are the short names a command line uses (-retention 7d).
+var keyAliases = map[string]string{
+	"retention":   KeyRetentionAge,
+	"segment":     KeySegmentBytes,
+	"cleanup":     KeyCleanup,
+	"timestamp":   KeyTimestampType,
+	"compression": KeyCompression,
+}
+
+// Setting is one configuration value as a string.
+type Setting struct {
+	Key, Value string
+}
+
+// Settings returns every setting of c with defaults applied, in the order of
+// Keys. Applying them with Set to a zero Config gives back c.WithDefaults().
+func (c Config) Settings() []Setting {
+	d := c.WithDefaults()
+	return []Setting{
+		{KeyPartitions, strconv.FormatInt(int64(d.Partitions), 10)},
+		{KeyRetentionBytes, FormatBytes(d.RetentionBytes)},
+		{KeyRetentionAge, FormatDuration(d.RetentionAge)},
+		{KeySegmentBytes, FormatBytes(d.SegmentBytes)},
+		{KeySegmentAge, FormatDuration(d.SegmentAge)},
+		{KeyFlush, d.Flush.String()},
+		{KeyReadPath, d.ReadPath.String()},
+		{KeyCleanup, d.Cleanup.String()},
+		{KeyTimestampType, d.TimestampType.String()},
+		{KeyMaxMessageBytes, FormatBytes(int64(d.MaxMessageBytes))},
+		{KeyCompression, d.Compression.String()},
+	}
+}
+
+// Set parses value into the field that key names: a key of Keys or a short
+// alias (retention, segment, cleanup, timestamp, compression). Sizes take
+// ParseBytes syntax, durations ParseDuration syntax; retention settings also
+// take "-1" or "unlimited". Set checks the value's syntax and range, and
+// leaves c unchanged on error.
+func (c *Config) Set(key, value string) error {
+	if k, ok := keyAliases[key]; ok {
+		key = k
+	}
+	n := *c
+	var err error
+	switch key {
+	case KeyPartitions:
+		var p int64
+		p, err = strconv.ParseInt(value, 10, 32)
+		n.Partitions = int32(p)
+	case KeyRetentionBytes:
+		n.RetentionBytes, err = parseUnlimited(value, ParseBytes)
+	case KeyRetentionAge:
+		n.RetentionAge, err = parseUnlimited(value, ParseDuration)
+	case KeySegmentBytes:
+		n.SegmentBytes, err = ParseBytes(value)
+	case KeySegmentAge:
+		n.SegmentAge, err = ParseDuration(value)
+	case KeyFlush:
+		n.Flush, err = ParseFlushPolicy(value)
+	case KeyReadPath:
+		n.ReadPath, err = ParseReadPath(value)
+	case KeyCleanup:
+		n.Cleanup, err = ParseCleanupPolicy(value)
+	case KeyTimestampType:
+		n.TimestampType, err = ParseTimestampType(value)
+	case KeyMaxMessageBytes:
+		var b int64
+		b, err = ParseBytes(value)
+		if err == nil && b > math.MaxInt32 {
+			err = fmt.Errorf("%w: %d bytes is above %d", ErrInvalidConfig, b, math.MaxInt32)
+		}
+		n.MaxMessageBytes = int32(b)
+	case KeyCompression:
+		n.Compression, err = ParseCompression(value)
+	default:
+		return fmt.Errorf("%w: unknown setting %q", ErrInvalidConfig, key)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s=%q: %w", ErrInvalidConfig, key, value, err)
+	}
+	// Zero means "default" in a Config, so a setting that parses to zero
+	// would silently become the default instead of what was asked for.
+	if zeroField(n, key) {
+		return fmt.Errorf("%w: %s=%q: zero is not a valid value", ErrInvalidConfig, key, value)
+	}
+	if err := n.Validate(); err != nil {
+		return fmt.Errorf("%s=%q: %w", key, value, err)
+	}
+	*c = n
+	return nil
+}
+
+// zeroField reports whether the numeric field behind key holds zero.
+func zeroField(c Config, key string) bool {
+	switch key {
+	case KeyPartitions:
+		return c.Partitions == 0
+	case KeyRetentionBytes:
+		return c.RetentionBytes == 0
+	case KeyRetentionAge:
+		return c.RetentionAge == 0
+	case KeySegmentBytes:
+		return c.SegmentBytes == 0
+	case KeySegmentAge:
+		return c.SegmentAge == 0
+	case KeyMaxMessageBytes:
+		return c.MaxMessageBytes == 0
+	}
+	return false
+}
+
+func parseUnlimited[T ~int64](s string, parse func(string) (T, error)) (T, error) {
+	if s == "-1" || s == "unlimited" {
+		return Unlimited, nil
+	}
+	return parse(s)
+}

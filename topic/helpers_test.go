@@ -1,0 +1,21 @@
+package topic
+
+import (
+	"flag"
+	"math/rand/v2"
+	"testing"
+)
+
+var seedFlag = flag.Uint64("seed", 0, "seed for the randomized tests (0: a random one); each test logs the seed it used")
+
+// testSeed returns the seed for one randomized test and logs it, so that a
+// failure can be replayed with -seed.
+func testSeed(t testing.TB) uint64 {
+	t.Helper()
+	s := *seedFlag
+	if s == 0 {
+		s = rand.Uint64()
+	}
+	t.Logf("seed %d (replay with -seed=%d)", s, s)
+	return s
+}
