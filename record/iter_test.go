@@ -289,7 +289,11 @@ func heapAllocated() uint64 {
 }
 
 // A compressed batch decompresses into a pooled buffer: once warm, decoding
-// it again allocates far less than its decompressed size.
+// it again allocates far less than its decompressed size. The least any
+// one of many decodes allocated is what counts: the race detector makes
+// sync.Pool drop a random share of what is put back, so some decodes
+// start cold, but without pooling every one would allocate the whole
+// section.
 func TestDecompressionReusesBuffers(t *testing.T) {
 	rng := testRand(t)
 	recs := randRecords(rng, 2000, 1_700_000_000_000)
@@ -307,19 +311,15 @@ func TestDecompressionReusesBuffers(t *testing.T) {
 			it.Close()
 		}
 		decode()
-		const runs = 50
-		before := heapAllocated()
-		for range runs {
+		least := uint64(math.MaxUint64)
+		for range 50 {
+			before := heapAllocated()
 			decode()
+			least = min(least, heapAllocated()-before)
 		}
-		perRun := (heapAllocated() - before) / runs
-		limit := uint64(size / 16)
-		if raceEnabled {
-			limit = uint64(size / 2)
-		}
-		t.Logf("%s: %d bytes decompressed, %d bytes allocated per decode", c, size, perRun)
-		if perRun > limit {
-			t.Errorf("%s: %d bytes allocated per decode of a %d-byte records section; buffers are not reused", c, perRun, size)
+		t.Logf("%s: %d bytes decompressed, at least %d bytes allocated per decode", c, size, least)
+		if least > uint64(size/16) {
+			t.Errorf("%s: every decode of a %d-byte records section allocated %d bytes or more; buffers are not reused", c, size, least)
 		}
 	}
 }
