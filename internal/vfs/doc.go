@@ -30,8 +30,9 @@
 //
 //   - A file's bytes and size are durable as of its last successful Sync.
 //     Writes, truncations and allocations after it are lost, and so are
-//     writes made through a shared mapping of the file: Sync reads the real
-//     file, so a mapped write is durable once a Sync follows it.
+//     writes made through a shared mapping of the file: File.Sync reads the
+//     real file, so a mapped write is durable once a File.Sync follows it
+//     (an msync alone is invisible to FaultFS).
 //   - A directory entry is durable as of the last successful SyncDir of
 //     its directory. A created file, a new directory, a rename and a remove
 //     change the real disk at once but are undone by a cut until the
@@ -46,6 +47,9 @@
 // with only b synced is durable under both names, and a cut leaves two
 // independent copies; a directory in that situation keeps the first name in
 // path order. Code that survives this model survives a real file system.
+//
+// FaultFS never fsyncs the real disk: the durability it reports is the
+// model's, and real fsyncs would cost milliseconds each on a busy disk.
 //
 // Durable and DurableNames say what a cut would leave now; Unsynced says how
 // many bytes of a file a Sync would still make durable.
@@ -70,7 +74,9 @@
 // non-nil error fails the operation without performing it; a
 // *ShortWriteError makes a write store only its first N bytes and then fail
 // (a torn write). FailNth, FailNthWhere, FailFromNthWhere and Chain build
-// common hooks.
+// common hooks. A hook may itself call PowerCut or Crash: the operation it
+// was called for then fails with ErrPowerCut (or ErrCrashed) without
+// running, which cuts the power at an exact point of a sequence.
 //
 // # Caveats
 //

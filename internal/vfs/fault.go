@@ -582,7 +582,8 @@ func (fs *FaultFS) Stat(name string) (os.FileInfo, error) {
 	return os.Stat(name)
 }
 
-// SyncDir fsyncs dir and makes its current entries durable.
+// SyncDir makes the current entries of dir durable. Like Sync, it does
+// not fsync the real disk (see the package documentation).
 func (fs *FaultFS) SyncDir(dir string) error {
 	abs, err := absPath(dir)
 	if err != nil {
@@ -597,32 +598,23 @@ func (fs *FaultFS) SyncDir(dir string) error {
 	if injected != nil {
 		return injectedErr(op, injected)
 	}
-	return fs.syncDirEntered(abs, func() error { return syncDir(abs) })
+	return fs.syncDirEntered(abs)
 }
 
-// syncDirEntered snapshots the entries of dir, runs sync (the real fsync,
-// without nsMu so that other files' operations go on), and on success makes
-// the snapshot the directory's durable entries. An entry created during the
-// fsync is conservatively not durable; one removed during it comes back
-// after a cut, which a real file system may do too. cutMu must be held for
-// reading.
-func (fs *FaultFS) syncDirEntered(abs string, sync func() error) error {
+// syncDirEntered makes the current entries of dir its durable entries.
+// cutMu must be held for reading.
+func (fs *FaultFS) syncDirEntered(abs string) error {
 	fs.nsMu.Lock()
+	defer fs.nsMu.Unlock()
 	d, err := fs.listDirLocked(abs)
-	var snap map[string]*inode
-	if err == nil {
-		snap, err = fs.liveNamesLocked(d)
-	}
-	fs.nsMu.Unlock()
 	if err != nil {
 		return err
 	}
-	if err := sync(); err != nil {
-		return mapNoSpace(err)
+	names, err := fs.liveNamesLocked(d)
+	if err != nil {
+		return err
 	}
-	fs.nsMu.Lock()
-	d.names = snap
-	fs.nsMu.Unlock()
+	d.names = names
 	return nil
 }
 

@@ -815,3 +815,65 @@ func TestUnsyncedErrors(t *testing.T) {
 		t.Error("DurableNames of a file reported ok")
 	}
 }
+
+// A hook may cut the power itself, which stops the world exactly before
+// the operation it was called for: that operation fails and does nothing.
+func TestPowerCutFromHook(t *testing.T) {
+	fs := NewFaultFS()
+	dir := t.TempDir()
+	name := filepath.Join(dir, "log")
+	f := create(t, fs, name, "", true)
+	syncDirT(t, fs, dir)
+	var writes int
+	fs.SetHook(func(op Op) error {
+		if op.Kind != OpWrite {
+			return nil
+		}
+		if writes++; writes == 3 {
+			if err := fs.PowerCut(); err != nil {
+				t.Error(err)
+			}
+		}
+		return nil
+	})
+	mustWrite(t, f, "a")
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, f, "b")
+	if _, err := f.Write([]byte("c")); !errors.Is(err, ErrPowerCut) {
+		t.Fatalf("the write the cut interrupted returned %v", err)
+	}
+	fs.SetHook(nil)
+	wantFile(t, name, "a")
+	if _, err := f.WriteAt([]byte("x"), -1); !errors.Is(err, ErrPowerCut) {
+		t.Fatalf("WriteAt(-1) on a dead handle = %v", err)
+	}
+}
+
+// Sync of a handle on a directory is SyncDir.
+func TestDirectoryHandleSync(t *testing.T) {
+	fs := NewFaultFS()
+	dir := t.TempDir()
+	d, err := fs.OpenFile(dir, os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	name := filepath.Join(dir, "f")
+	create(t, fs, name, "x", true).Close()
+	var kinds []OpKind
+	fs.SetHook(func(op Op) error { kinds = append(kinds, op.Kind); return nil })
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	fs.SetHook(nil)
+	if !slices.Equal(kinds, []OpKind{OpSync}) {
+		t.Errorf("hook saw %v", kinds)
+	}
+	if names, _ := fs.DurableNames(dir); !slices.Equal(names, []string{"f"}) {
+		t.Fatalf("DurableNames after a directory handle Sync = %v", names)
+	}
+	powerCut(t, fs)
+	wantFile(t, name, "x")
+}
