@@ -124,6 +124,14 @@ func (l *Log) appendErrLocked() error {
 // should roll or turns out full. appendMu must be held (a roll drops it for
 // a while).
 func (l *Log) appendOneLocked(b record.Batch, now time.Time, epoch int32) error {
+	if !l.activated {
+		// The first write since a clean open: only now does the last
+		// segment get its write handle and full-size indexes.
+		if err := l.active.seg.Activate(); err != nil {
+			return l.fail(fmt.Errorf("log: reopen %s for appending: %w", l.active.seg, err))
+		}
+		l.activated = true
+	}
 	if l.shouldRollLocked(b, now) {
 		if err := l.rollLocked(); err != nil {
 			return err
@@ -206,12 +214,16 @@ func (l *Log) rollLocked() error {
 	old := l.active
 	l.tree.ReplaceOrInsert(e)
 	l.active = e
+	l.activated = true
 	l.pending = append(l.pending, old)
 	l.activeAt = l.opts.Now()
 	l.endMark = mark{offset: l.next, segBase: base, pos: 0}
 	l.publishLocked(l.snap.Load().start)
 	l.rolls.Add(1)
-	kick(l.sealKick)
+	if l.opts.FlushPolicy.mode != flushSync {
+		// Under FlushSync the appender's own group commit seals it.
+		kick(l.sealKick)
+	}
 	return nil
 }
 

@@ -14,11 +14,12 @@ type truncation struct {
 
 // Sync fsyncs everything appended so far, whatever the flush policy, and
 // returns when it is durable. It shares fsyncs with concurrent appenders.
+// On a failed log it returns the failure (ErrFailed) and fsyncs nothing.
 func (l *Log) Sync() error {
 	l.appendMu.Lock()
-	if l.closing {
+	if err := l.appendErrLocked(); err != nil {
 		l.appendMu.Unlock()
-		return ErrClosed
+		return err
 	}
 	target, gen := l.next, l.truncGen.Load()
 	l.syncWaiters++

@@ -81,6 +81,7 @@ type Log struct {
 	truncs      []truncation             // truncations since the oldest of syncWaiters began; written with syncMu held too, so either lock reads it
 	tree        *btree.BTreeG[*segEntry] // master copy; readers use snap
 	active      *segEntry
+	activated   bool        // active holds its write handle (see loadLast)
 	pending     []*segEntry // rolled past but not sealed yet, oldest first
 	next        int64       // the log end offset
 	endMark     mark        // next, in the active segment at its size
@@ -310,6 +311,8 @@ func (l *Log) Close() error {
 	if l.failure.Load() == nil {
 		if err := l.flushLocked(true); err != nil {
 			errs = append(errs, err)
+		} else if !l.activated {
+			// Never written to since Open: nothing to seal.
 		} else if err := l.active.seg.Seal(); err != nil {
 			errs = append(errs, l.fail(fmt.Errorf("log: seal %s: %w", l.active.seg, err)))
 		}

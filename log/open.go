@@ -73,7 +73,9 @@ func Open(fsys vfs.FS, dir string, opts *Options, st State) (*Log, error) {
 		l.abandon()
 		return nil, err
 	}
-	l.goFunc(l.background)
+	if !o.noBackground {
+		l.goFunc(l.background)
+	}
 	return l, nil
 }
 
@@ -184,7 +186,7 @@ func (l *Log) load(st State) error {
 		})
 	}
 	last := entries[len(entries)-1]
-	if err := l.activateLast(last, recovered); err != nil {
+	if err := l.loadLast(last, recovered); err != nil {
 		return err
 	}
 	next, err := last.seg.NextOffset()
@@ -357,15 +359,18 @@ func (l *Log) removeFrom(rest []*segEntry) error {
 	return nil
 }
 
-// activateLast makes the last segment appendable. A clean open trusts it;
-// if it is nonetheless found corrupt, it is recovered rather than refused.
-func (l *Log) activateLast(last *segEntry, recovered map[*segEntry]bool) error {
-	err := last.seg.Activate()
+// loadLast loads the last segment, read-only, to learn the log end. It is
+// made appendable (Activate) by the first write, after BeforeFirstWrite, so
+// that a clean open followed by reads alone changes nothing on disk. A clean
+// open trusts the segment; if it is nonetheless found corrupt, it is
+// recovered rather than refused.
+func (l *Log) loadLast(last *segEntry, recovered map[*segEntry]bool) error {
+	_, err := last.seg.NextOffset()
 	if err == nil {
 		return nil
 	}
 	if recovered[last] || !errors.Is(err, segment.ErrCorrupt) {
-		return fmt.Errorf("log: open %s for appending: %w", last.seg, err)
+		return fmt.Errorf("log: open %s: %w", last.seg, err)
 	}
 	if err := l.beforeWrite(); err != nil {
 		return err
@@ -378,9 +383,6 @@ func (l *Log) activateLast(last *segEntry, recovered map[*segEntry]bool) error {
 	l.recovery.SegmentsScanned++
 	l.recovery.BytesScanned += res.ValidBytes + res.BytesCut
 	l.recovery.BytesCut += res.BytesCut
-	if err := last.seg.Activate(); err != nil {
-		return fmt.Errorf("log: open %s for appending: %w", last.seg, err)
-	}
 	return nil
 }
 
@@ -421,6 +423,7 @@ func (l *Log) startOverAt(base int64, st State) error {
 // scanned, and the rest lies below the recovery point).
 func (l *Log) install(active *segEntry, next, size, start int64, st State) {
 	l.active = active
+	l.activated = !active.seg.Sealed()
 	l.next = next
 	l.end.Store(next)
 	l.activeAt = l.opts.Now()

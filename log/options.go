@@ -85,6 +85,11 @@ type Options struct {
 	// Now is the clock for segment age, retention and log-append time.
 	// Default time.Now. Tests inject a fake one.
 	Now func() time.Time
+
+	// noBackground keeps Open from starting the background goroutine, so
+	// that a test drives seals, interval flushes and retention itself and
+	// no other goroutine touches the files when it simulates a power cut.
+	noBackground bool
 }
 
 // withDefaults returns a copy of o (nil allowed) with every zero field set to

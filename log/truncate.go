@@ -120,6 +120,7 @@ func (l *Log) cut(floor *segEntry, offset int64) (mark, error) {
 	}
 	l.appendMu.Lock()
 	l.active = floor
+	l.activated = true // TruncateTo reactivates a sealed segment
 	l.appendMu.Unlock()
 	return mark{offset: next, segBase: floor.base, pos: size}, nil
 }
@@ -135,6 +136,7 @@ func (l *Log) restart(base int64) (mark, error) {
 	l.appendMu.Lock()
 	l.tree.ReplaceOrInsert(e)
 	l.active = e
+	l.activated = true
 	l.appendMu.Unlock()
 	return mark{offset: base, segBase: base, pos: 0}, nil
 }

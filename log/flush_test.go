@@ -1,0 +1,348 @@
+package log
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/foliolog/folio/internal/vfs"
+)
+
+// waitFor receives from ch or fails the test after a generous deadline (a
+// hang would otherwise only show as the test binary's timeout).
+func waitFor[T any](t testing.TB, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(30 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+	var zero T
+	return zero
+}
+
+func isLogFile(path string) bool { return strings.HasSuffix(path, ".log") }
+
+// TestGroupCommit holds one fsync blocked while N appenders append: their
+// writes go through (fsync never runs under the append lock), none is
+// acknowledged early, and once the fsync is released all N are
+// acknowledged by at most one more fsync.
+func TestGroupCommit(t *testing.T) {
+	const n = 16
+	fsys := vfs.NewFaultFS()
+	var (
+		armed   atomic.Bool
+		syncs   atomic.Int64
+		writes  = make(chan struct{}, 4*n)
+		blocked = make(chan struct{})
+		release = make(chan struct{})
+		once    sync.Once
+	)
+	fsys.SetHook(func(op vfs.Op) error {
+		if !armed.Load() || !isLogFile(op.Path) {
+			return nil
+		}
+		switch op.Kind {
+		case vfs.OpWrite:
+			writes <- struct{}{}
+		case vfs.OpSync:
+			if syncs.Add(1) == 1 {
+				once.Do(func() { close(blocked) })
+				<-release
+			}
+		}
+		return nil
+	})
+	l := openT(t, fsys, t.TempDir(), &Options{FlushPolicy: FlushSync}, State{})
+	if _, _, err := l.Append(makeBatch(t, "w", 0, 1, 10, 1)); err != nil {
+		t.Fatal(err)
+	}
+	armed.Store(true)
+
+	type result struct {
+		first int64
+		err   error
+	}
+	results := make(chan result, n+1)
+	appendOne := func(id int64) {
+		first, _, err := l.Append(makeBatch(t, "g", id, 1, 10, 1))
+		results <- result{first, err}
+	}
+	go appendOne(0)
+	waitFor(t, writes, "the first append's write")
+	waitFor(t, blocked, "the first append's fsync")
+	for i := int64(1); i <= n; i++ {
+		go appendOne(i)
+	}
+	for i := 0; i < n; i++ {
+		waitFor(t, writes, "the writes of appenders behind a blocked fsync")
+	}
+	select {
+	case r := <-results:
+		t.Fatalf("an append was acknowledged while its fsync was blocked: %+v", r)
+	default:
+	}
+	if hw := l.HighWatermark(); hw != 1 {
+		t.Fatalf("high watermark %d under FlushSync before the fsync, want 1", hw)
+	}
+	close(release)
+	seen := map[int64]bool{}
+	for i := 0; i <= n; i++ {
+		r := waitFor(t, results, "acknowledgements")
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		seen[r.first] = true
+	}
+	if len(seen) != n+1 {
+		t.Fatalf("offsets assigned twice: %v", seen)
+	}
+	if got := syncs.Load(); got > 2 {
+		t.Fatalf("%d fsyncs of the .log for the blocked append and %d appenders behind it, want at most 2", got, n)
+	}
+	if l.DurableEndOffset() != n+2 || l.HighWatermark() != n+2 {
+		t.Fatalf("durable %d hw %d, want %d", l.DurableEndOffset(), l.HighWatermark(), n+2)
+	}
+}
+
+func TestFlushEveryN(t *testing.T) {
+	fsys := vfs.NewFaultFS()
+	var syncs atomic.Int64
+	fsys.SetHook(func(op vfs.Op) error {
+		if op.Kind == vfs.OpSync && isLogFile(op.Path) {
+			syncs.Add(1)
+		}
+		return nil
+	})
+	l := openT(t, fsys, t.TempDir(), &Options{FlushPolicy: FlushEveryN(5)}, State{})
+	for i := int64(0); i < 23; i++ {
+		if _, _, err := l.Append(makeBatch(t, "n", i, 1, 10, 1)); err != nil {
+			t.Fatal(err)
+		}
+		if want := (i + 1) / 5 * 5; l.DurableEndOffset() != want {
+			t.Fatalf("after record %d durable end %d, want %d", i, l.DurableEndOffset(), want)
+		}
+		if l.LogEndOffset()-l.DurableEndOffset() >= 5 {
+			t.Fatalf("%d unsynced records acknowledged", l.LogEndOffset()-l.DurableEndOffset())
+		}
+		if l.HighWatermark() != i+1 {
+			t.Fatalf("high watermark %d, want the log end %d", l.HighWatermark(), i+1)
+		}
+	}
+	if got := syncs.Load(); got != 4 {
+		t.Fatalf("%d fsyncs for 23 records every 5, want 4", got)
+	}
+	// A batch of 7 records alone reaches n.
+	if _, _, err := l.Append(makeBatch(t, "n", 23, 7, 10, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if l.DurableEndOffset() != 30 {
+		t.Fatalf("durable end %d after a 7-record batch, want 30", l.DurableEndOffset())
+	}
+}
+
+func TestFlushInterval(t *testing.T) {
+	fsys := vfs.NewFaultFS()
+	synced := make(chan struct{}, 16)
+	fsys.SetHook(func(op vfs.Op) error {
+		if op.Kind == vfs.OpSync && isLogFile(op.Path) {
+			synced <- struct{}{}
+		}
+		return nil
+	})
+	l := openT(t, fsys, t.TempDir(), &Options{FlushPolicy: FlushInterval(20 * time.Millisecond)}, State{})
+	for round := int64(0); round < 3; round++ {
+		start := time.Now()
+		if _, _, err := l.Append(makeBatch(t, "i", round, 1, 10, 1)); err != nil {
+			t.Fatal(err)
+		}
+		if l.HighWatermark() != round+1 {
+			t.Fatalf("high watermark %d, want the log end", l.HighWatermark())
+		}
+		waitFor(t, synced, "the interval flush")
+		t.Logf("round %d: flushed %v after the append", round, time.Since(start))
+		// The flush's durable end is published right after its fsync;
+		// Sync returns at once if it is already there, and waits for the
+		// flush in flight (syncMu) otherwise.
+		if err := l.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		if l.DurableEndOffset() != round+1 {
+			t.Fatalf("durable end %d, want %d", l.DurableEndOffset(), round+1)
+		}
+		select {
+		case <-synced:
+			t.Fatal("Sync fsynced again what the interval flush covered")
+		default:
+		}
+	}
+}
+
+func TestFlushNoneNeverSyncsOnAppend(t *testing.T) {
+	fsys := vfs.NewFaultFS()
+	var syncs atomic.Int64
+	fsys.SetHook(func(op vfs.Op) error {
+		if op.Kind == vfs.OpSync {
+			syncs.Add(1)
+		}
+		return nil
+	})
+	l := openT(t, fsys, t.TempDir(), &Options{FlushPolicy: FlushNone}, State{})
+	for i := int64(0); i < 10; i++ {
+		if _, _, err := l.Append(makeBatch(t, "z", i, 1, 10, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if syncs.Load() != 0 || l.DurableEndOffset() != 0 || l.HighWatermark() != 10 {
+		t.Fatalf("FlushNone: %d fsyncs, durable %d, hw %d", syncs.Load(), l.DurableEndOffset(), l.HighWatermark())
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if l.Checkpoint().RecoveryPoint != 10 {
+		t.Fatalf("Close did not flush: %+v", l.Checkpoint())
+	}
+}
+
+// TestFailStop covers a failed write, a failed fsync and a torn write: the
+// log refuses appends with ErrFailed, tries no fsync again, serves what it
+// had made visible, and a reopen recovers it.
+func TestFailStop(t *testing.T) {
+	cases := []struct {
+		name   string
+		policy FlushPolicy
+		hook   func(armed *atomic.Bool) vfs.Hook
+		cause  error
+		// visible: is the failed append's record readable before reopen
+		visibleAfterReopen bool
+	}{
+		{"write EIO", FlushSync, func(a *atomic.Bool) vfs.Hook {
+			return onceWhen(a, vfs.OpWrite, syscall.EIO)
+		}, syscall.EIO, false},
+		{"write ENOSPC", FlushNone, func(a *atomic.Bool) vfs.Hook {
+			return onceWhen(a, vfs.OpWrite, syscall.ENOSPC)
+		}, syscall.ENOSPC, false},
+		{"fsync EIO", FlushSync, func(a *atomic.Bool) vfs.Hook {
+			return onceWhen(a, vfs.OpSync, syscall.EIO)
+		}, syscall.EIO, true},
+		{"torn write", FlushNone, func(a *atomic.Bool) vfs.Hook {
+			return func(op vfs.Op) error {
+				if op.Kind == vfs.OpWrite && isLogFile(op.Path) && a.CompareAndSwap(true, false) {
+					return &vfs.ShortWriteError{N: 30, Err: syscall.EIO}
+				}
+				return nil
+			}
+		}, vfs.ErrShortWrite, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fsys := vfs.NewFaultFS()
+			var armed atomic.Bool
+			var syncsAfter atomic.Int64
+			failing := c.hook(&armed)
+			fsys.SetHook(func(op vfs.Op) error {
+				if !armed.Load() && op.Kind == vfs.OpSync {
+					syncsAfter.Add(1)
+				}
+				return failing(op)
+			})
+			dir := t.TempDir()
+			o := &Options{FlushPolicy: c.policy}
+			l, err := Open(fsys, dir, o, State{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := appendN(t, l, "ok", 5, 2, 20)
+			if err := l.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			syncsAfter.Store(0)
+			armed.Store(true)
+			_, _, err = l.Append(makeBatch(t, "bad", 0, 2, 20, 1))
+			if !errors.Is(err, ErrFailed) || !errors.Is(err, c.cause) {
+				t.Fatalf("failing append: %v, want ErrFailed wrapping %v", err, c.cause)
+			}
+			if _, _, err := l.Append(makeBatch(t, "later", 0, 1, 20, 1)); !errors.Is(err, ErrFailed) {
+				t.Fatalf("append after the failure: %v", err)
+			}
+			if err := l.Sync(); !errors.Is(err, ErrFailed) {
+				t.Fatalf("sync after the failure: %v", err)
+			}
+			if n := syncsAfter.Load(); n != 0 {
+				t.Fatalf("%d fsyncs after the failure: nothing may be retried", n)
+			}
+			// Durable data stays readable.
+			got := readAll(t, l, 0)
+			if len(got) < len(want) {
+				t.Fatalf("after the failure %d records readable, want at least %d", len(got), len(want))
+			}
+			sameRecs(t, got[:len(want)], want)
+			if err := l.Close(); err != nil {
+				t.Logf("close of a failed log: %v", err)
+			}
+			st := l.Checkpoint()
+			if st.Clean {
+				t.Fatalf("a failed log checkpointed clean: %+v", st)
+			}
+			l2 := openT(t, fsys, dir, o, st)
+			got = readAll(t, l2, 0)
+			if c.visibleAfterReopen {
+				if len(got) != len(want)+2 {
+					t.Fatalf("after reopen %d records, want %d (the written batch survives a failed fsync in the page cache)", len(got), len(want)+2)
+				}
+				got = got[:len(want)]
+			}
+			sameRecs(t, got, want)
+			if c.name == "torn write" && l2.Recovery().BytesCut != 30 {
+				t.Fatalf("recovery cut %d bytes of a 30-byte torn write", l2.Recovery().BytesCut)
+			}
+			first, _, err := l2.Append(makeBatch(t, "again", 0, 1, 20, 1))
+			if err != nil || first != l2.LogEndOffset()-1 {
+				t.Fatalf("append after reopen: %d %v", first, err)
+			}
+			sameRecs(t, readAll(t, l2, 0)[:len(want)], want)
+		})
+	}
+}
+
+// onceWhen fails the first op of kind on a .log file after armed is set,
+// and disarms.
+func onceWhen(armed *atomic.Bool, kind vfs.OpKind, err error) vfs.Hook {
+	return func(op vfs.Op) error {
+		if op.Kind == kind && isLogFile(op.Path) && armed.CompareAndSwap(true, false) {
+			return err
+		}
+		return nil
+	}
+}
+
+// TestFailedFsyncKeepsUnackedHidden: under FlushSync a record whose fsync
+// failed is never made visible, and waiters are not woken for it.
+func TestFailedFsyncKeepsUnackedHidden(t *testing.T) {
+	fsys := vfs.NewFaultFS()
+	var armed atomic.Bool
+	fsys.SetHook(onceWhen(&armed, vfs.OpSync, syscall.EIO))
+	l := openT(t, fsys, t.TempDir(), &Options{FlushPolicy: FlushSync}, State{})
+	appendN(t, l, "a", 1, 1, 10)
+	armed.Store(true)
+	if _, _, err := l.Append(makeBatch(t, "b", 0, 1, 10, 1)); !errors.Is(err, ErrFailed) {
+		t.Fatal(err)
+	}
+	if l.HighWatermark() != 1 {
+		t.Fatalf("high watermark %d after a failed fsync, want 1", l.HighWatermark())
+	}
+	if _, err := l.Read(1, 100); !errors.Is(err, ErrNoData) {
+		t.Fatalf("read of the unacknowledged record: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := l.Wait(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Wait for the unacknowledged record: %v", err)
+	}
+}
