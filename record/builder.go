@@ -64,6 +64,7 @@ type Builder struct {
 	recs      []byte // the encoded, uncompressed records section
 	count     int32
 	lastDelta int32 // the previous record's offset delta, -1 before the first
+	spanDelta int32 // SetLastOffsetDelta's floor for lastOffsetDelta, -1 if unset
 	firstTS   int64
 	maxTS     int64
 }
@@ -94,6 +95,7 @@ func (b *Builder) Reset() {
 	b.recs = b.recs[:0]
 	b.count = 0
 	b.lastDelta = -1
+	b.spanDelta = -1
 	b.firstTS = 0
 	b.maxTS = 0
 }
@@ -172,6 +174,19 @@ func (b *Builder) AppendAt(offsetDelta int32, r Record) error {
 	}
 	b.count++
 	b.lastDelta = offsetDelta
+	return nil
+}
+
+// SetLastOffsetDelta makes the batch span offsets through
+// BaseOffset+delta even if no record sits there, as Kafka's compaction
+// keeps a rewritten batch's lastOffsetDelta (and so its producer sequence
+// range) when its last records, or all of them, are gone. Build writes the
+// larger of delta and the last record's delta. Reset clears it.
+func (b *Builder) SetLastOffsetDelta(delta int32) error {
+	if delta < 0 {
+		return fmt.Errorf("%w: lastOffsetDelta %d", ErrOffsetDelta, delta)
+	}
+	b.spanDelta = delta
 	return nil
 }
 
@@ -278,7 +293,7 @@ func (b *Builder) Build(dst []byte) (Batch, error) {
 	be.PutUint32(dst[offLeaderEpoch:], uint32(b.PartitionLeaderEpoch))
 	dst[offMagic] = Magic
 	be.PutUint16(dst[offAttributes:], attrs)
-	be.PutUint32(dst[offLastOffsetDelta:], uint32(max(b.lastDelta, 0)))
+	be.PutUint32(dst[offLastOffsetDelta:], uint32(max(b.lastDelta, b.spanDelta, 0)))
 	be.PutUint64(dst[offBaseTimestamp:], uint64(baseTS))
 	be.PutUint64(dst[offMaxTimestamp:], uint64(maxTS))
 	be.PutUint64(dst[offProducerID:], uint64(b.ProducerID))

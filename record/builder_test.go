@@ -273,3 +273,48 @@ func TestRecordBytes(t *testing.T) {
 		t.Fatalf("records section\n got % x\nwant % x", got, want)
 	}
 }
+
+// Compaction rewrites a batch without its last records but keeps its span;
+// an emptied batch keeps it too.
+func TestSetLastOffsetDelta(t *testing.T) {
+	for _, c := range allCodecs {
+		b := mustBuilder(t, c)
+		b.BaseOffset = 500
+		if err := b.SetLastOffsetDelta(-1); !errors.Is(err, ErrOffsetDelta) {
+			t.Fatalf("negative span: %v", err)
+		}
+		if err := b.SetLastOffsetDelta(9); err != nil {
+			t.Fatal(err)
+		}
+		_ = b.AppendAt(2, Record{Value: []byte("kept"), Timestamp: 1})
+		batch, err := b.Build(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if batch.LastOffsetDelta() != 9 || batch.LastOffset() != 509 || batch.NumRecords() != 1 {
+			t.Fatalf("%s: span %d last offset %d records %d", c, batch.LastOffsetDelta(), batch.LastOffset(), batch.NumRecords())
+		}
+		if got := decodeAll(t, batch, nil); len(got) != 1 || got[0].Offset != 502 {
+			t.Fatalf("%s: read back %+v", c, got)
+		}
+		// A record past the span moves it.
+		_ = b.AppendAt(12, Record{Timestamp: 2})
+		if batch, _ = b.Build(nil); batch.LastOffsetDelta() != 12 {
+			t.Fatalf("%s: span %d after a record at 12", c, batch.LastOffsetDelta())
+		}
+
+		b.Reset()
+		_ = b.SetLastOffsetDelta(4)
+		empty, err := b.Build(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if empty.LastOffsetDelta() != 4 || empty.NumRecords() != 0 || len(decodeAll(t, empty, nil)) != 0 {
+			t.Fatalf("%s: emptied batch span %d records %d", c, empty.LastOffsetDelta(), empty.NumRecords())
+		}
+		b.Reset()
+		if empty, _ = b.Build(nil); empty.LastOffsetDelta() != 0 {
+			t.Fatalf("%s: Reset kept the span: %d", c, empty.LastOffsetDelta())
+		}
+	}
+}

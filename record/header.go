@@ -44,7 +44,8 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Batch is one encoded RecordBatch v2, header included, exactly as it is on
 // disk and on the wire. Accessors read the header in place; they require
-// len(b) >= HeaderSize (call Check or Validate first on untrusted bytes).
+// len(b) >= HeaderSize (run CheckHeader, Validate or Parse first on
+// untrusted bytes).
 type Batch []byte
 
 func (b Batch) BaseOffset() int64 { return int64(binary.BigEndian.Uint64(b[offBaseOffset:])) }

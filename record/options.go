@@ -23,13 +23,14 @@ type DecodeOptions struct {
 	// math.MaxInt32+12, what the length field can express.
 	MaxBatchBytes int
 	// MaxDecompressedBytes caps the size of a compressed batch's records
-	// section once decompressed; decompression stops and returns
-	// ErrTooLarge as soon as the output would pass it, so a compression
-	// bomb costs at most this much memory. Default
-	// DefaultMaxDecompressedBytes (64 MiB). Codec working memory is pooled
-	// and not counted: an lz4 block buffer (at most 4 MiB, as the frame's
-	// block size says), gzip's 32 KiB window, and a zstd window, which the
-	// decoder also bounds by this cap.
+	// section once decompressed. Decompression refuses a stream whose
+	// declared sizes pass it before allocating (snappy, zstd, lz4 content
+	// size) and stops with ErrTooLarge as soon as the output would pass it
+	// otherwise, so a compression bomb costs at most about this much
+	// memory (the output buffer doubles up to the cap, never past it).
+	// Default DefaultMaxDecompressedBytes (64 MiB). Pooled codec state is
+	// not counted: gzip's 32 KiB window and a zstd decoder, whose window the
+	// cap also bounds.
 	MaxDecompressedBytes int
 	// SkipCRC makes Records skip the CRC-32C check. Set it only for bytes
 	// already validated (Parse, Validate, or segment recovery); the

@@ -13,10 +13,9 @@ import (
 //
 // At the end of the stream Parse returns io.EOF when buf is empty and an
 // error wrapping ErrShortBatch when buf holds a partial batch, which at a
-// file's tail is a torn write; any other failure wraps ErrCorrupt. The
-// error's text gives the byte position within buf only as far as the
-// caller's own accounting goes: add the consumed length to report a file
-// position.
+// file's tail is a torn write; any other failure wraps ErrCorrupt. On an
+// error rest is buf unchanged, so the caller knows the valid prefix (and
+// the file position of the bad batch) from what it consumed so far.
 func Parse(buf []byte) (b Batch, rest []byte, err error) {
 	if len(buf) == 0 {
 		return nil, nil, io.EOF
