@@ -1,0 +1,540 @@
+package folio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/log"
+	"github.com/foliolog/folio/topic"
+)
+
+// Broker owns one data directory: its topics and their partitions' logs,
+// the directory lock, the checkpoint file and the clean-shutdown marker.
+// Producers and consumers are made from it. All methods are safe for
+// concurrent use. See the package documentation for the model.
+type Broker struct {
+	dir      string
+	opts     Options
+	fs       vfs.FS
+	logger   *slog.Logger
+	metrics  Metrics
+	lock     *dirLock // nil when read-only
+	catalog  *topic.Catalog
+	caps     *log.ResourceCaps
+	readOnly bool
+
+	// topicsMu serialises topic changes (create, delete, add partitions)
+	// with each other and with Close, and is held while the partitions'
+	// logs open or close for them. Readers of the topic set do not take it:
+	// they load topics, a copy-on-write map replaced under topicsMu.
+	topicsMu sync.Mutex
+	topics   atomic.Pointer[map[string]*topicState]
+
+	// markerMu guards markerPresent and serialises the removal of the
+	// clean-shutdown marker that precedes the first write of a session.
+	markerMu      sync.Mutex
+	markerPresent bool
+
+	// checkpointMu serialises writes of the checkpoint file (the periodic
+	// one against Close's).
+	checkpointMu   sync.Mutex
+	checkpoints    atomic.Int64
+	lastCheckpoint atomic.Int64 // unix nanoseconds of the last successful write
+
+	// clientsMu guards producers and consumers: the clients Close closes
+	// and Stats reports.
+	clientsMu     sync.Mutex
+	producers     map[*Producer]struct{}
+	consumers     map[*Consumer]struct{}
+	nextConsumer  int64
+	producerBlock atomic.Int64 // produce calls that waited for buffer memory
+
+	closed atomic.Bool
+	quit   chan struct{}
+	wg     sync.WaitGroup
+}
+
+// topicState is one topic as the Broker serves it. It is immutable once
+// published; AddPartitions publishes a new one that shares the old
+// partitions.
+type topicState struct {
+	info  topic.Info
+	parts []*partition
+}
+
+// Open opens the data directory dir, creating it (and initializing an empty
+// directory) if needed, and opens every topic's partitions. It takes the
+// directory's lock: a second Open of the same directory, in this process or
+// another, fails with ErrDirLocked naming the holder. A directory written
+// by an unknown format version, or one that holds other files and no
+// FormatFile, is refused with ErrUnknownFormat and left untouched.
+//
+// After an unclean shutdown (no clean-shutdown marker) each partition scans
+// its segments from its checkpointed recovery point and cuts a torn tail;
+// Options.Logger hears what was cut. opts nil means defaults; with
+// opts.ReadOnly set Open behaves as OpenReadOnly.
+func Open(dir string, opts *Options) (*Broker, error) {
+	o := opts.withDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	if o.ReadOnly {
+		return openReadOnly(dir, o)
+	}
+	if err := o.fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("folio: creating data directory %s: %w", dir, err)
+	}
+	lk, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	b, err := open(dir, o, lk)
+	if err != nil {
+		_ = lk.unlock()
+		return nil, err
+	}
+	return b, nil
+}
+
+// OpenReadOnly opens the data directory dir for reading, without its lock,
+// so a tool can inspect a directory a live Broker is writing. It writes
+// nothing: no recovery, no checkpoint, no marker. Topic changes and produce
+// fail with ErrReadOnly; consumers work. The directory must exist and be a
+// Folio data directory. opts nil means defaults.
+func OpenReadOnly(dir string, opts *Options) (*Broker, error) {
+	o := opts.withDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	return openReadOnly(dir, o)
+}
+
+func openReadOnly(dir string, o Options) (*Broker, error) {
+	o.ReadOnly = true
+	if _, err := o.fs.Stat(dir); err != nil {
+		return nil, fmt.Errorf("folio: data directory %s: %w", dir, err)
+	}
+	return open(dir, o, nil)
+}
+
+func open(dir string, o Options, lk *dirLock) (*Broker, error) {
+	b := &Broker{
+		dir:       filepath.Clean(dir),
+		opts:      o,
+		fs:        o.fs,
+		logger:    o.Logger,
+		metrics:   o.Metrics,
+		lock:      lk,
+		readOnly:  o.ReadOnly,
+		caps:      log.NewResourceCaps(o.MaxOpenSegments),
+		producers: map[*Producer]struct{}{},
+		consumers: map[*Consumer]struct{}{},
+		quit:      make(chan struct{}),
+	}
+	if b.metrics == nil {
+		b.metrics = NoMetrics{}
+	}
+	fresh, err := checkFormat(b.fs, b.dir, !b.readOnly)
+	if err != nil {
+		return nil, err
+	}
+	clean, cleanAt, damaged := readCleanMarker(b.fs, b.dir)
+	if damaged != nil {
+		b.logger.Warn("folio: clean-shutdown marker unreadable; recovering as after a crash", "dir", b.dir, "err", damaged)
+	}
+	b.markerPresent = clean
+	ckpt, err := readCheckpoint(b.fs, b.dir)
+	if err != nil {
+		return nil, err
+	}
+	cat, err := topic.OpenCatalog(b.dir, &topic.Options{FS: b.fs, Now: o.Now})
+	if err != nil {
+		return nil, err
+	}
+	b.catalog = cat
+	if rec := cat.Recovery(); len(rec.RemovedOrphans)+len(rec.RemovedDeletes)+len(rec.RecreatedDirs) > 0 || rec.RemovedTemp {
+		b.logger.Warn("folio: topic catalog repaired the data directory", "dir", b.dir,
+			"removedOrphans", rec.RemovedOrphans, "removedDeletes", rec.RemovedDeletes,
+			"recreated", rec.RecreatedDirs, "removedTemp", rec.RemovedTemp)
+	}
+	infos, err := cat.List()
+	if err != nil {
+		_ = cat.Close()
+		return nil, err
+	}
+	topics, err := b.openTopics(infos, ckpt, clean)
+	if err != nil {
+		_ = cat.Close()
+		return nil, err
+	}
+	b.topics.Store(&topics)
+	if !b.readOnly {
+		b.cleanSnapshots(topics)
+	}
+	b.logger.Info("folio: opened data directory", "dir", b.dir, "fresh", fresh, "clean", clean,
+		"cleanAt", cleanAt, "topics", len(topics), "readOnly", b.readOnly)
+	if !b.readOnly && o.CheckpointInterval > 0 {
+		b.goFunc(b.checkpointLoop)
+	}
+	return b, nil
+}
+
+// openTopics opens every partition's log, in parallel across partitions
+// (recovery after a crash scans, and one partition's scan should not wait
+// for another's). On error it closes what it opened.
+func (b *Broker) openTopics(infos []topic.Info, ckpt map[partKey]checkpointEntry, clean bool) (map[string]*topicState, error) {
+	topics := make(map[string]*topicState, len(infos))
+	type job struct {
+		ts *topicState
+		p  int32
+	}
+	var jobs []job
+	for _, in := range infos {
+		ts := &topicState{info: in, parts: make([]*partition, in.Config.Partitions)}
+		topics[in.Name] = ts
+		for p := int32(0); p < in.Config.Partitions; p++ {
+			jobs = append(jobs, job{ts, p})
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), 8, max(len(jobs), 1))
+	var (
+		next  atomic.Int64
+		wg    sync.WaitGroup
+		errMu sync.Mutex // guards errs
+		errs  []error
+	)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(len(jobs)) {
+					return
+				}
+				j := jobs[i]
+				e, ok := ckpt[partKey{j.ts.info.ID, j.p}]
+				st := log.State{Clean: clean && ok}
+				if ok {
+					st.RecoveryPoint, st.LogStartOffset = e.recoveryPoint, e.logStartOffset
+				}
+				p, err := b.openPartition(j.ts.info, j.p, st)
+				if err != nil {
+					errMu.Lock()
+					errs = append(errs, err)
+					errMu.Unlock()
+					continue
+				}
+				j.ts.parts[j.p] = p
+			}
+		}()
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		for _, ts := range topics {
+			for _, p := range ts.parts {
+				if p != nil {
+					_ = p.log.Close()
+				}
+			}
+		}
+		return nil, errors.Join(errs...)
+	}
+	return topics, nil
+}
+
+// openPartition opens one partition's log and reports its recovery.
+func (b *Broker) openPartition(in topic.Info, p int32, st log.State) (*partition, error) {
+	dir := b.catalog.PartitionDir(in.Name, p)
+	lo, err := b.logOptions(in.Config)
+	if err != nil {
+		return nil, fmt.Errorf("folio: topic %q: %w", in.Name, err)
+	}
+	l, err := log.Open(b.fs, dir, lo, st)
+	if err != nil {
+		return nil, fmt.Errorf("folio: opening partition %s-%d: %w", in.Name, p, err)
+	}
+	if rec := l.Recovery(); !rec.Clean || len(rec.FilesRemoved) > 0 {
+		lvl := slog.LevelInfo
+		if rec.BytesCut > 0 || rec.SegmentsRemoved > 0 {
+			lvl = slog.LevelWarn
+		}
+		b.logger.Log(context.Background(), lvl, "folio: recovered partition", "topic", in.Name, "partition", p,
+			"segmentsScanned", rec.SegmentsScanned, "bytesScanned", rec.BytesScanned,
+			"bytesCut", rec.BytesCut, "segmentsRemoved", rec.SegmentsRemoved, "filesRemoved", rec.FilesRemoved)
+	}
+	return newPartition(b, in, p, l), nil
+}
+
+// logOptions maps a topic's configuration onto its partitions' log options.
+func (b *Broker) logOptions(cfg topic.Config) (*log.Options, error) {
+	cfg = cfg.WithDefaults()
+	o := &log.Options{
+		SegmentBytes:           cfg.SegmentBytes,
+		SegmentAge:             cfg.SegmentAge,
+		MaxBatchBytes:          int(min(int64(cfg.MaxMessageBytes), cfg.SegmentBytes)),
+		RetentionBytes:         cfg.RetentionBytes,
+		RetentionAge:           cfg.RetentionAge,
+		RetentionCheckInterval: b.opts.RetentionCheckInterval,
+		LogAppendTime:          cfg.TimestampType == topic.LogAppendTime,
+		BeforeFirstWrite:       b.beforeFirstWrite,
+		Caps:                   b.caps,
+		Now:                    b.opts.Now,
+	}
+	if o.SegmentBytes < minLogSegmentBytes {
+		return nil, fmt.Errorf("%w: SegmentBytes %d is below the %d bytes a partition's log needs", ErrInvalidConfig, cfg.SegmentBytes, minLogSegmentBytes)
+	}
+	if cfg.RetentionBytes == topic.Unlimited {
+		o.RetentionBytes = 0 // the log's "unlimited"
+	}
+	if cfg.RetentionAge == topic.Unlimited {
+		o.RetentionAge = -1
+	}
+	if !cfg.Cleanup.Deletes() {
+		// A compact-only topic never deletes by retention.
+		o.RetentionBytes, o.RetentionAge = 0, -1
+	}
+	switch cfg.Flush.Mode {
+	case topic.FlushSync:
+		o.FlushPolicy = log.FlushSync
+	case topic.FlushNone:
+		o.FlushPolicy = log.FlushNone
+	case topic.FlushInterval:
+		o.FlushPolicy = log.FlushInterval(cfg.Flush.Interval)
+	case topic.FlushEveryN:
+		o.FlushPolicy = log.FlushEveryN(cfg.Flush.EveryN)
+	default:
+		return nil, fmt.Errorf("%w: unknown flush mode %d", ErrInvalidConfig, cfg.Flush.Mode)
+	}
+	switch cfg.ReadPath {
+	case topic.ReadMmap:
+		o.ReadPath = 0 // readpath.Mmap
+	case topic.ReadSendfile:
+		o.ReadPath = 1 // readpath.Sendfile
+	default:
+		return nil, fmt.Errorf("%w: unknown read path %d", ErrInvalidConfig, cfg.ReadPath)
+	}
+	return o, nil
+}
+
+// minLogSegmentBytes is the log package's smallest segment (it keeps room
+// for a batch header, so a roll always makes progress); the topic package
+// allows smaller ones.
+const minLogSegmentBytes = 128
+
+// beforeFirstWrite is every log's BeforeFirstWrite hook: the clean-shutdown
+// marker must be gone, durably, before anything in the directory changes,
+// or a crash after the change would be mistaken for a clean shutdown and
+// skip recovery.
+func (b *Broker) beforeFirstWrite() error {
+	b.markerMu.Lock()
+	defer b.markerMu.Unlock()
+	if !b.markerPresent {
+		return nil
+	}
+	if b.readOnly {
+		return ErrReadOnly
+	}
+	if err := removeDurably(b.fs, b.dir, CleanShutdownFile); err != nil {
+		return err
+	}
+	b.markerPresent = false
+	return nil
+}
+
+// goFunc runs fn on a goroutine that Close waits for.
+func (b *Broker) goFunc(fn func()) {
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		fn()
+	}()
+}
+
+// checkpointLoop writes the checkpoint file every CheckpointInterval.
+func (b *Broker) checkpointLoop() {
+	t := time.NewTicker(b.opts.CheckpointInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.quit:
+			return
+		case <-t.C:
+			if err := b.Checkpoint(); err != nil && !errors.Is(err, ErrClosed) {
+				b.logger.Error("folio: writing checkpoint", "dir", b.dir, "err", err)
+			}
+		}
+	}
+}
+
+// Checkpoint writes every partition's recovery point and log start offset
+// to CheckpointFile now (the Broker also does so every
+// Options.CheckpointInterval and at Close). A later recovery after a crash
+// scans only what lies beyond these recovery points.
+func (b *Broker) Checkpoint() error {
+	if b.closed.Load() {
+		return ErrClosed
+	}
+	if b.readOnly {
+		return ErrReadOnly
+	}
+	return b.writeCheckpoint(b.allPartitions())
+}
+
+func (b *Broker) writeCheckpoint(parts []*partition) error {
+	b.checkpointMu.Lock()
+	defer b.checkpointMu.Unlock()
+	start := time.Now()
+	entries := make([]checkpointEntry, 0, len(parts))
+	for _, p := range parts {
+		st := p.log.Checkpoint()
+		entries = append(entries, checkpointEntry{
+			topic: p.topic, id: p.id, partition: p.index,
+			recoveryPoint: st.RecoveryPoint, logStartOffset: st.LogStartOffset,
+		})
+	}
+	err := writeMetaFile(b.fs, b.dir, CheckpointFile, encodeCheckpoint(entries))
+	b.metrics.Checkpointed(len(entries), time.Since(start), err)
+	if err == nil {
+		b.checkpoints.Add(1)
+		b.lastCheckpoint.Store(time.Now().UnixNano())
+	}
+	return err
+}
+
+// allPartitions lists every partition of every topic.
+func (b *Broker) allPartitions() []*partition {
+	var out []*partition
+	for _, ts := range *b.topics.Load() {
+		out = append(out, ts.parts...)
+	}
+	return out
+}
+
+// Close closes the producers (each first appends what it buffered) and
+// consumers made from the Broker, then every partition's log (each fsyncs
+// what it holds), writes the checkpoint file, and, if all of that
+// succeeded, the clean-shutdown marker, so that the next Open skips
+// recovery. It releases the directory lock last. Close is idempotent;
+// later calls return ErrClosed.
+func (b *Broker) Close() error {
+	if !b.closed.CompareAndSwap(false, true) {
+		return ErrClosed
+	}
+	var errs []error
+	b.clientsMu.Lock()
+	producers := make([]*Producer, 0, len(b.producers))
+	for p := range b.producers {
+		producers = append(producers, p)
+	}
+	consumers := make([]*Consumer, 0, len(b.consumers))
+	for c := range b.consumers {
+		consumers = append(consumers, c)
+	}
+	b.clientsMu.Unlock()
+	for _, p := range producers {
+		if err := p.Close(); err != nil && !errors.Is(err, ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	for _, c := range consumers {
+		if err := c.Close(); err != nil && !errors.Is(err, ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	close(b.quit)
+	b.wg.Wait()
+
+	b.topicsMu.Lock()
+	defer b.topicsMu.Unlock()
+	parts := b.allPartitions()
+	cleanLogs := true
+	for _, p := range parts {
+		if err := p.close(); err != nil {
+			errs = append(errs, fmt.Errorf("folio: closing partition %s-%d: %w", p.topic, p.index, err))
+		}
+		if !p.log.Checkpoint().Clean {
+			cleanLogs = false
+		}
+	}
+	if !b.readOnly {
+		if err := b.writeSnapshots(parts); err != nil {
+			errs = append(errs, err)
+		}
+		if err := b.writeCheckpoint(parts); err != nil {
+			errs = append(errs, err)
+		} else if cleanLogs && len(errs) == 0 {
+			b.markerMu.Lock()
+			err := writeMetaFile(b.fs, b.dir, CleanShutdownFile, encodeCleanMarker(b.opts.Now()))
+			if err == nil {
+				b.markerPresent = true
+			}
+			b.markerMu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if err := b.catalog.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	if b.lock != nil {
+		if err := b.lock.unlock(); err != nil {
+			errs = append(errs, fmt.Errorf("folio: unlocking %s: %w", b.dir, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Dir returns the data directory.
+func (b *Broker) Dir() string { return b.dir }
+
+// ReadOnly reports whether the Broker was opened read-only.
+func (b *Broker) ReadOnly() bool { return b.readOnly }
+
+// usable reports why the Broker refuses a write, if it does.
+func (b *Broker) writable() error {
+	if b.closed.Load() {
+		return ErrClosed
+	}
+	if b.readOnly {
+		return ErrReadOnly
+	}
+	return nil
+}
+
+// lookup returns a topic's partition.
+func (b *Broker) lookup(name string, p int32) (*partition, error) {
+	ts, ok := (*b.topics.Load())[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownTopic, name)
+	}
+	if p < 0 || int(p) >= len(ts.parts) {
+		return nil, fmt.Errorf("%w: %s-%d (the topic has %d)", ErrUnknownPartition, name, p, len(ts.parts))
+	}
+	return ts.parts[p], nil
+}
+
+// Log returns the log of one partition, for the layers built on the Broker
+// inside this module (the Kafka endpoint, replication, consumer groups) that
+// need the raw batch interface. Writing to it bypasses the Broker's
+// idempotence checks and metrics. The log stays owned by the Broker: do not
+// close it. After the topic is deleted it returns log.ErrClosed.
+func (b *Broker) Log(topicName string, partition int32) (*log.Log, error) {
+	if b.closed.Load() {
+		return nil, ErrClosed
+	}
+	p, err := b.lookup(topicName, partition)
+	if err != nil {
+		return nil, err
+	}
+	return p.log, nil
+}

@@ -1,0 +1,755 @@
+package folio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/foliolog/folio/internal/readpath"
+	"github.com/foliolog/folio/log"
+	"github.com/foliolog/folio/record"
+)
+
+// Defaults of ConsumerOptions.
+const (
+	// DefaultMaxPollRecords is Kafka's max.poll.records.
+	DefaultMaxPollRecords = 500
+	// DefaultFetchBytes is how many bytes of batches one read of a
+	// partition returns at most (Kafka's max.partition.fetch.bytes); a
+	// larger batch is still returned whole.
+	DefaultFetchBytes = 1 << 20
+)
+
+// ResetPolicy says what a consumer does when its position lies outside the
+// partition's offsets, typically below the log start offset after retention
+// deleted the records (Kafka's auto.offset.reset).
+type ResetPolicy uint8
+
+const (
+	// ResetNone reports an *OffsetOutOfRangeError (ErrOffsetOutOfRange)
+	// from Poll and leaves the position for the caller to Seek. The
+	// default.
+	ResetNone ResetPolicy = iota
+	// ResetEarliest moves to the log start offset.
+	ResetEarliest
+	// ResetLatest moves to the high watermark: only new records are read.
+	ResetLatest
+)
+
+func (r ResetPolicy) String() string {
+	switch r {
+	case ResetNone:
+		return "none"
+	case ResetEarliest:
+		return "earliest"
+	case ResetLatest:
+		return "latest"
+	}
+	return "ResetPolicy(" + strconv.Itoa(int(r)) + ")"
+}
+
+// ConsumerOptions configure a Consumer. A nil *ConsumerOptions, and every
+// zero field, means the default stated on the field.
+type ConsumerOptions struct {
+	// Name identifies the consumer in Stats. Default "consumer-<n>".
+	Name string
+	// Reset is what to do with a position outside the partition's offsets.
+	// Default ResetNone: an error.
+	Reset ResetPolicy
+	// MaxPollRecords caps the records one Poll returns. Default
+	// DefaultMaxPollRecords.
+	MaxPollRecords int
+	// FetchBytes caps the bytes of batches read from one partition at a
+	// time. Default DefaultFetchBytes.
+	FetchBytes int
+	// ZeroCopy hands out records whose Key, Value and header values alias
+	// the partition's segment mapping (or the read buffer, or a
+	// decompression buffer) instead of copies. They are valid until the
+	// next Poll or Close, and in a Records loop only until the loop body
+	// returns; reading them later may return other bytes or fault. Copy
+	// what must live longer. Default false: every record is the caller's
+	// to keep.
+	ZeroCopy bool
+}
+
+func (o *ConsumerOptions) withDefaults() ConsumerOptions {
+	var c ConsumerOptions
+	if o != nil {
+		c = *o
+	}
+	if c.MaxPollRecords == 0 {
+		c.MaxPollRecords = DefaultMaxPollRecords
+	}
+	if c.FetchBytes == 0 {
+		c.FetchBytes = DefaultFetchBytes
+	}
+	return c
+}
+
+func (o *ConsumerOptions) validate() error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("%w: ConsumerOptions.%s %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case o.Reset > ResetLatest:
+		return bad("Reset", "%d is not a reset policy", o.Reset)
+	case o.MaxPollRecords < 0:
+		return bad("MaxPollRecords", "%d is negative", o.MaxPollRecords)
+	case o.FetchBytes < 0:
+		return bad("FetchBytes", "%d is negative", o.FetchBytes)
+	}
+	return nil
+}
+
+// Offset says where a consumer starts in a partition. The zero value is
+// AtEarliest.
+type Offset struct {
+	kind offsetKind
+	at   int64 // the offset, or Unix milliseconds for kindTime
+}
+
+type offsetKind uint8
+
+const (
+	kindEarliest offsetKind = iota
+	kindExact
+	kindLatest
+	kindTime
+)
+
+// AtOffset starts at offset o. A position outside the partition's offsets
+// is handled by the consumer's ResetPolicy when it is read.
+func AtOffset(o int64) Offset { return Offset{kind: kindExact, at: o} }
+
+// AtEarliest starts at the partition's log start offset.
+func AtEarliest() Offset { return Offset{kind: kindEarliest} }
+
+// AtLatest starts at the partition's high watermark: only records produced
+// from now on are read.
+func AtLatest() Offset { return Offset{kind: kindLatest} }
+
+// AtTime starts at the first batch holding a record with a timestamp at or
+// after t, or at the high watermark if there is none (Kafka's ListOffsets
+// by timestamp). Records of that batch before t are delivered too.
+func AtTime(t time.Time) Offset { return Offset{kind: kindTime, at: t.UnixMilli()} }
+
+func (o Offset) String() string {
+	switch o.kind {
+	case kindEarliest:
+		return "earliest"
+	case kindLatest:
+		return "latest"
+	case kindTime:
+		return "time " + time.UnixMilli(o.at).UTC().Format(time.RFC3339Nano)
+	}
+	return "offset " + strconv.FormatInt(o.at, 10)
+}
+
+// TopicPartition names a partition.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+func (tp TopicPartition) String() string { return tp.Topic + "-" + strconv.Itoa(int(tp.Partition)) }
+
+// Assignment is a partition for a consumer to read and where to start.
+type Assignment struct {
+	Topic     string
+	Partition int32
+	Start     Offset
+}
+
+// Consumer reads records from partitions assigned to it, without a consumer
+// group: whoever drives it (the application, or a group member that
+// received an assignment) says which partitions and from where, and reads
+// the positions back to commit them. Its methods are safe for concurrent
+// use; Poll calls are serialized.
+type Consumer struct {
+	b    *Broker
+	opts ConsumerOptions
+	name string
+
+	// assignMu guards assigned, order, rr and changed.
+	assignMu sync.Mutex
+	assigned map[TopicPartition]*assignedPart
+	order    []*assignedPart
+	rr       int
+	// changed is closed and replaced when the assignment or a position
+	// changes from outside Poll, to wake a waiting Poll.
+	changed chan struct{}
+
+	// pollMu serializes Poll and guards held.
+	pollMu sync.Mutex
+	held   heldViews
+
+	closed atomic.Bool
+}
+
+// assignedPart is one assigned partition and the consumer's position in it.
+type assignedPart struct {
+	tp  TopicPartition
+	p   *partition
+	pos int64  // guarded by Consumer.assignMu
+	gen uint64 // bumped by every Seek or Assign; guarded by Consumer.assignMu
+}
+
+// heldViews are the read views and decompression buffers that zero-copy
+// records alias, released at the next Poll.
+type heldViews struct {
+	views []*readpath.View
+	iters []*record.RecordIter
+}
+
+func (h *heldViews) release() {
+	for _, v := range h.views {
+		v.Release()
+	}
+	for _, it := range h.iters {
+		it.Close()
+	}
+	clear(h.views)
+	clear(h.iters)
+	h.views, h.iters = h.views[:0], h.iters[:0]
+}
+
+// NewConsumer returns a Consumer with no partitions assigned.
+func (b *Broker) NewConsumer(opts *ConsumerOptions) (*Consumer, error) {
+	o := opts.withDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	if b.closed.Load() {
+		return nil, ErrClosed
+	}
+	c := &Consumer{b: b, opts: o, assigned: map[TopicPartition]*assignedPart{}, changed: make(chan struct{})}
+	b.clientsMu.Lock()
+	defer b.clientsMu.Unlock()
+	if b.closed.Load() {
+		return nil, ErrClosed
+	}
+	b.nextConsumer++
+	c.name = o.Name
+	if c.name == "" {
+		c.name = "consumer-" + strconv.FormatInt(b.nextConsumer, 10)
+	}
+	b.consumers[c] = struct{}{}
+	return c, nil
+}
+
+// Name returns the consumer's name.
+func (c *Consumer) Name() string { return c.name }
+
+// resolve turns a starting Offset into a position in p.
+func (c *Consumer) resolve(p *partition, o Offset) (int64, error) {
+	switch o.kind {
+	case kindEarliest:
+		return p.log.LogStartOffset(), nil
+	case kindLatest:
+		return p.log.HighWatermark(), nil
+	case kindTime:
+		off, ok, err := p.log.OffsetForTime(time.UnixMilli(o.at))
+		if err != nil {
+			return 0, fmt.Errorf("folio: %s: offset for time: %w", p, err)
+		}
+		if !ok {
+			return p.log.HighWatermark(), nil
+		}
+		return off, nil
+	case kindExact:
+		if o.at < 0 {
+			return 0, fmt.Errorf("%w: %s: offset %d is negative", ErrOffsetOutOfRange, p, o.at)
+		}
+		return o.at, nil
+	}
+	return 0, fmt.Errorf("%w: unknown offset kind %d", ErrInvalidConfig, o.kind)
+}
+
+// Assign adds partitions to the consumer, or moves its position in ones it
+// already has, each to its Start. Nothing changes if any of them names an
+// unknown topic or partition.
+func (c *Consumer) Assign(as ...Assignment) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	type res struct {
+		tp  TopicPartition
+		p   *partition
+		pos int64
+	}
+	out := make([]res, 0, len(as))
+	for _, a := range as {
+		p, err := c.b.lookup(a.Topic, a.Partition)
+		if err != nil {
+			return err
+		}
+		pos, err := c.resolve(p, a.Start)
+		if err != nil {
+			return err
+		}
+		out = append(out, res{TopicPartition{a.Topic, a.Partition}, p, pos})
+	}
+	c.assignMu.Lock()
+	defer c.assignMu.Unlock()
+	for _, r := range out {
+		ap := c.assigned[r.tp]
+		if ap == nil {
+			ap = &assignedPart{tp: r.tp}
+			c.assigned[r.tp] = ap
+			c.order = append(c.order, ap)
+		}
+		ap.p, ap.pos = r.p, r.pos
+		ap.gen++
+	}
+	c.signalLocked()
+	return nil
+}
+
+// Unassign removes partitions from the consumer; ones it does not have are
+// ignored.
+func (c *Consumer) Unassign(tps ...TopicPartition) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	c.assignMu.Lock()
+	defer c.assignMu.Unlock()
+	for _, tp := range tps {
+		if _, ok := c.assigned[tp]; !ok {
+			continue
+		}
+		delete(c.assigned, tp)
+		for i, ap := range c.order {
+			if ap.tp == tp {
+				c.order = append(c.order[:i], c.order[i+1:]...)
+				break
+			}
+		}
+	}
+	c.signalLocked()
+	return nil
+}
+
+// Assignment returns the assigned partitions, sorted.
+func (c *Consumer) Assignment() []TopicPartition {
+	c.assignMu.Lock()
+	defer c.assignMu.Unlock()
+	out := make([]TopicPartition, 0, len(c.order))
+	for _, ap := range c.order {
+		out = append(out, ap.tp)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Topic != out[j].Topic {
+			return out[i].Topic < out[j].Topic
+		}
+		return out[i].Partition < out[j].Partition
+	})
+	return out
+}
+
+// Seek moves the consumer's position in an assigned partition. A Poll in
+// progress drops what it read of that partition before the Seek.
+func (c *Consumer) Seek(topicName string, partition int32, to Offset) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	tp := TopicPartition{topicName, partition}
+	c.assignMu.Lock()
+	ap := c.assigned[tp]
+	c.assignMu.Unlock()
+	if ap == nil {
+		return fmt.Errorf("%w: %s", ErrNotAssigned, tp)
+	}
+	pos, err := c.resolve(ap.p, to)
+	if err != nil {
+		return err
+	}
+	c.assignMu.Lock()
+	defer c.assignMu.Unlock()
+	if c.assigned[tp] != ap {
+		return fmt.Errorf("%w: %s", ErrNotAssigned, tp)
+	}
+	ap.pos = pos
+	ap.gen++
+	c.signalLocked()
+	return nil
+}
+
+// Position returns the offset of the next record the consumer will read
+// from an assigned partition: what a group commits.
+func (c *Consumer) Position(topicName string, partition int32) (int64, error) {
+	tp := TopicPartition{topicName, partition}
+	c.assignMu.Lock()
+	defer c.assignMu.Unlock()
+	ap := c.assigned[tp]
+	if ap == nil {
+		return 0, fmt.Errorf("%w: %s", ErrNotAssigned, tp)
+	}
+	return ap.pos, nil
+}
+
+// Lag returns how many offsets of an assigned partition are visible but not
+// yet consumed: the high watermark minus the position (offset gaps left by
+// compaction count too, as in Kafka).
+func (c *Consumer) Lag(topicName string, partition int32) (int64, error) {
+	tp := TopicPartition{topicName, partition}
+	c.assignMu.Lock()
+	ap := c.assigned[tp]
+	var pos int64
+	if ap != nil {
+		pos = ap.pos
+	}
+	c.assignMu.Unlock()
+	if ap == nil {
+		return 0, fmt.Errorf("%w: %s", ErrNotAssigned, tp)
+	}
+	return max(ap.p.log.HighWatermark()-pos, 0), nil
+}
+
+func (c *Consumer) signalLocked() {
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// Close releases the consumer and the views it holds; a Poll in progress
+// returns ErrClosed. Close is idempotent; later calls return ErrClosed.
+func (c *Consumer) Close() error {
+	if !c.closed.CompareAndSwap(false, true) {
+		return ErrClosed
+	}
+	c.assignMu.Lock()
+	c.signalLocked()
+	c.assignMu.Unlock()
+	c.pollMu.Lock()
+	c.held.release()
+	c.pollMu.Unlock()
+	c.b.clientsMu.Lock()
+	delete(c.b.consumers, c)
+	c.b.clientsMu.Unlock()
+	return nil
+}
+
+// pollPart is one partition's state within a Poll.
+type pollPart struct {
+	ap    *assignedPart
+	pos   int64 // the position Poll advances
+	gen   uint64
+	moved bool // pos changed (records taken, control batches or gaps skipped, reset)
+}
+
+// Poll returns the next records from the assigned partitions, at most
+// MaxPollRecords, blocking until there is at least one or ctx ends (ctx's
+// error). It takes partitions in turn so that none starves. Records of one
+// partition come in offset order; control batches are skipped, and so are
+// offset gaps. A position outside a partition's offsets is reset by the
+// ResetPolicy or reported as an *OffsetOutOfRangeError; a deleted topic's
+// partition reports ErrUnknownTopic until unassigned.
+func (c *Consumer) Poll(ctx context.Context) ([]Record, error) {
+	c.pollMu.Lock()
+	defer c.pollMu.Unlock()
+	c.held.release()
+	for {
+		if c.closed.Load() {
+			return nil, ErrClosed
+		}
+		c.assignMu.Lock()
+		parts := make([]pollPart, len(c.order))
+		for i := range c.order {
+			ap := c.order[(c.rr+i)%len(c.order)]
+			parts[i] = pollPart{ap: ap, pos: ap.pos, gen: ap.gen}
+		}
+		if len(c.order) > 0 {
+			c.rr = (c.rr + 1) % len(c.order)
+		}
+		changed := c.changed
+		c.assignMu.Unlock()
+
+		var recs []Record
+		var ferr error
+		for i := range parts {
+			if len(recs) >= c.opts.MaxPollRecords {
+				break
+			}
+			recs, ferr = c.fetch(&parts[i], recs)
+			if ferr != nil {
+				break
+			}
+		}
+		c.commit(parts)
+		if len(recs) > 0 {
+			// An error after records is reported by the next Poll, which
+			// meets it again.
+			return recs, nil
+		}
+		if ferr != nil {
+			return nil, ferr
+		}
+		if err := c.wait(ctx, parts, changed); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// commit stores the positions Poll advanced, except for partitions that
+// were sought or reassigned meanwhile.
+func (c *Consumer) commit(parts []pollPart) {
+	c.assignMu.Lock()
+	defer c.assignMu.Unlock()
+	for _, pp := range parts {
+		if pp.moved && pp.ap.gen == pp.gen && c.assigned[pp.ap.tp] == pp.ap {
+			pp.ap.pos = pp.pos
+		}
+	}
+}
+
+// fetch appends records of one partition from pp.pos to recs.
+func (c *Consumer) fetch(pp *pollPart, recs []Record) ([]Record, error) {
+	p := pp.ap.p
+	for resets := 0; ; resets++ {
+		v, err := p.log.Read(pp.pos, c.opts.FetchBytes)
+		if err == nil {
+			return c.decode(pp, v, recs)
+		}
+		if errors.Is(err, log.ErrNoData) {
+			return recs, nil
+		}
+		var oor *log.OffsetOutOfRangeError
+		if errors.As(err, &oor) && resets == 0 {
+			switch c.opts.Reset {
+			case ResetEarliest:
+				pp.pos, pp.moved = oor.Start, true
+				continue
+			case ResetLatest:
+				pp.pos, pp.moved = p.log.HighWatermark(), true
+				continue
+			}
+			return recs, &OffsetOutOfRangeError{Topic: p.topic, Partition: p.index, Offset: pp.pos, Start: oor.Start, End: oor.End}
+		}
+		if errors.Is(err, log.ErrClosed) {
+			if p.deleted.Load() {
+				return recs, fmt.Errorf("%w: %q was deleted", ErrUnknownTopic, p.topic)
+			}
+			return recs, fmt.Errorf("%w: %s", ErrClosed, p)
+		}
+		return recs, fmt.Errorf("folio: reading %s at %d: %w", p, pp.pos, err)
+	}
+}
+
+// decode turns the batches of view v into records from pp.pos on.
+func (c *Consumer) decode(pp *pollPart, v *readpath.View, recs []Record) ([]Record, error) {
+	p := pp.ap.p
+	n0, bytesRead := len(recs), 0
+	keep := false
+	err := readpath.Guard(func() error {
+		buf, err := v.Bytes()
+		if err != nil {
+			return err
+		}
+		bytesRead = len(buf)
+		var arena []byte
+		if !c.opts.ZeroCopy {
+			arena = make([]byte, 0, len(buf))
+		}
+		for len(buf) > 0 && len(recs) < c.opts.MaxPollRecords {
+			bt, rest, err := record.Parse(buf)
+			if err != nil {
+				return fmt.Errorf("%w: %s: batch at offset %d: %w", ErrCorrupt, p, pp.pos, err)
+			}
+			buf = rest
+			if bt.LastOffset() < pp.pos {
+				continue // the read starts with the batch holding pos
+			}
+			if bt.IsControl() {
+				pp.pos, pp.moved = bt.LastOffset()+1, true
+				continue
+			}
+			var full bool
+			if c.opts.ZeroCopy && bt.Codec() != record.CodecNone {
+				// The records alias the decompression buffer: keep the
+				// iterator open until the next Poll.
+				it := new(record.RecordIter)
+				*it = bt.Records(decodeOpts)
+				c.held.iters = append(c.held.iters, it)
+				recs, arena, full, err = c.decodeRecords(it, p, pp, recs, arena)
+			} else {
+				it := bt.Records(decodeOpts)
+				recs, arena, full, err = c.decodeRecords(&it, p, pp, recs, arena)
+				it.Close()
+			}
+			if err != nil {
+				return fmt.Errorf("%w: %s: batch at offset %d: %w", ErrCorrupt, p, bt.BaseOffset(), err)
+			}
+			if !full {
+				// Offsets after the last record (compaction gaps) belong
+				// to this batch: move past them.
+				pp.pos, pp.moved = bt.LastOffset()+1, true
+			}
+			if full {
+				break
+			}
+		}
+		return nil
+	})
+	if c.opts.ZeroCopy && err == nil && len(recs) > n0 {
+		c.held.views = append(c.held.views, v)
+		keep = true
+	}
+	if !keep {
+		v.Release()
+	}
+	if err != nil {
+		return recs[:n0], err
+	}
+	c.b.metrics.Consumed(p.topic, p.index, len(recs)-n0, bytesRead)
+	return recs, nil
+}
+
+// decodeOpts skips the CRC check that record.Parse has just done.
+var decodeOpts = &record.DecodeOptions{SkipCRC: true}
+
+// decodeRecords appends the records of one batch from pp.pos on, copying
+// their bytes to arena unless the consumer hands out views. full reports
+// that MaxPollRecords stopped it before the batch's end.
+func (c *Consumer) decodeRecords(it *record.RecordIter, p *partition, pp *pollPart, recs []Record, arena []byte) ([]Record, []byte, bool, error) {
+	for it.Next() {
+		r := it.Record()
+		if r.Offset() < pp.pos {
+			continue
+		}
+		if len(recs) == c.opts.MaxPollRecords {
+			return recs, arena, true, nil
+		}
+		rec := Record{
+			Topic: p.topic, Partition: p.index, Offset: r.Offset(),
+			Timestamp: time.UnixMilli(r.Timestamp()),
+		}
+		if c.opts.ZeroCopy {
+			rec.Key, rec.Value = r.Key(), r.Value()
+		} else {
+			rec.Key, arena = copyField(arena, r.Key())
+			rec.Value, arena = copyField(arena, r.Value())
+		}
+		if n := r.NumHeaders(); n > 0 {
+			rec.Headers = make([]Header, 0, n)
+			for h := r.Headers(); h.Next(); {
+				hv := h.Value()
+				if !c.opts.ZeroCopy {
+					hv, arena = copyField(arena, hv)
+				}
+				rec.Headers = append(rec.Headers, Header{Key: string(h.Key()), Value: hv})
+			}
+		}
+		recs = append(recs, rec)
+		pp.pos, pp.moved = r.Offset()+1, true
+	}
+	return recs, arena, false, it.Err()
+}
+
+// copyField copies b to the arena, keeping nil (null) apart from empty.
+func copyField(arena, b []byte) ([]byte, []byte) {
+	if b == nil {
+		return nil, arena
+	}
+	start := len(arena)
+	arena = append(arena, b...)
+	return arena[start:len(arena):len(arena)], arena
+}
+
+// wait blocks until one of parts has a record at its position, the
+// assignment changes, or ctx ends. It does not poll: each partition's log
+// wakes it when its high watermark moves.
+func (c *Consumer) wait(ctx context.Context, parts []pollPart, changed <-chan struct{}) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		select {
+		case <-changed:
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	if len(parts) == 1 {
+		err := parts[0].ap.p.log.Wait(wctx, parts[0].pos)
+		return c.waitResult(ctx, err)
+	}
+	first := make(chan error, len(parts))
+	for _, pp := range parts {
+		wg.Add(1)
+		go func(l *log.Log, pos int64) {
+			defer wg.Done()
+			first <- l.Wait(wctx, pos)
+		}(pp.ap.p.log, pp.pos)
+	}
+	var err error
+	select {
+	case err = <-first:
+	case <-wctx.Done():
+	}
+	cancel()
+	return c.waitResult(ctx, err)
+}
+
+// waitResult turns the end of a wait into Poll's next step: nil to read
+// again (data, a change, or a closed log, which the read reports), or the
+// caller's ctx error.
+func (c *Consumer) waitResult(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, log.ErrClosed) {
+		return err
+	}
+	return nil
+}
+
+// Records iterates over the consumer's records, polling as needed, until
+// the loop stops or an error (ctx's included) is yielded. Breaking out of
+// the loop leaves the position right after the last record yielded.
+func (c *Consumer) Records(ctx context.Context) iter.Seq2[Record, error] {
+	return func(yield func(Record, error) bool) {
+		for {
+			recs, err := c.Poll(ctx)
+			if err != nil {
+				yield(Record{}, err)
+				return
+			}
+			for i, r := range recs {
+				if !yield(r, nil) {
+					c.rewind(recs[i+1:])
+					return
+				}
+			}
+		}
+	}
+}
+
+// rewind moves positions back to the first of recs per partition: records
+// a Poll returned that the caller did not take.
+func (c *Consumer) rewind(recs []Record) {
+	first := map[TopicPartition]int64{}
+	for _, r := range recs {
+		tp := TopicPartition{r.Topic, r.Partition}
+		if _, ok := first[tp]; !ok {
+			first[tp] = r.Offset
+		}
+	}
+	c.assignMu.Lock()
+	defer c.assignMu.Unlock()
+	for tp, off := range first {
+		if ap := c.assigned[tp]; ap != nil && ap.pos > off {
+			ap.pos = off
+		}
+	}
+}

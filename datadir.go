@@ -1,0 +1,247 @@
+package folio
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/topic"
+)
+
+// Files of a data directory that belong to the Broker (the topic catalog,
+// topic.CatalogFile, belongs to the topic package; partition directories
+// to the log package).
+const (
+	// LockFile is flocked by the one Broker that writes the directory; it
+	// holds the holder's pid and host, for the error a second one gets.
+	LockFile = ".lock"
+	// FormatFile records the on-disk format version of the directory.
+	FormatFile = "folio.format"
+	// CheckpointFile holds every partition's recovery point and log start
+	// offset (Kafka's recovery-point-offset-checkpoint and
+	// log-start-offset-checkpoint in one file).
+	CheckpointFile = "partitions.checkpoint"
+	// CleanShutdownFile exists while the directory is known consistent:
+	// written at a clean Close, removed durably before the first write of
+	// the next session.
+	CleanShutdownFile = ".clean-shutdown"
+	// producerStateDir holds producer-state snapshots written at a clean
+	// Close, one per partition that had idempotent producers. Its name is
+	// not a partition directory name (topic.ParseDirName refuses it), so
+	// the catalog leaves it alone.
+	producerStateDir = ".producer-state"
+)
+
+// FormatVersion is the on-disk format version this code reads and writes.
+// Version 1: RecordBatch v2 segments with Kafka's index formats, the topic
+// catalog, and the metadata files described in this file.
+const FormatVersion = 1
+
+const (
+	formatMagic     = "FOLI"
+	checkpointMagic = "FCHK"
+	cleanMagic      = "FCLN"
+	snapshotMagic   = "FPSS"
+
+	checkpointVersion = 1
+	cleanVersion      = 1
+	snapshotVersion   = 1
+)
+
+// checkFormat makes sure dir is a Folio data directory of a known format,
+// initializing an empty (or new) one when create is set. It returns whether
+// the directory was initialized now.
+func checkFormat(fsys vfs.FS, dir string, create bool) (fresh bool, err error) {
+	data, err := readMetaFile(fsys, dir, FormatFile)
+	if err == nil {
+		v, payload, err := decodeMeta(FormatFile, formatMagic, data)
+		if err != nil {
+			return false, fmt.Errorf("%w (data directory %s)", err, dir)
+		}
+		if v != FormatVersion {
+			return false, fmt.Errorf("%w: %s: format version %d, this Folio knows version %d (written by a newer Folio?)",
+				ErrUnknownFormat, dir, v, FormatVersion)
+		}
+		if string(payload) != formatPayload {
+			return false, fmt.Errorf("%w: %s: format file payload %q", ErrCorrupt, dir, payload)
+		}
+		return false, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return false, err
+	}
+	// No format file: only an empty directory may become a data directory,
+	// so that Open never adopts (and later repairs) someone else's files.
+	entries, err := fsys.ReadDir(dir)
+	if err != nil {
+		return false, fmt.Errorf("folio: listing %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		switch e.Name() {
+		case LockFile, FormatFile + tmpSuffix:
+			continue // left by an Open that crashed before its format file
+		}
+		return false, fmt.Errorf("%w: %s has no %s but holds %q: not a Folio data directory",
+			ErrUnknownFormat, dir, FormatFile, e.Name())
+	}
+	if !create {
+		return false, fmt.Errorf("%w: %s is not a Folio data directory (no %s)", ErrUnknownFormat, dir, FormatFile)
+	}
+	if err := writeMetaFile(fsys, dir, FormatFile, encodeMeta(formatMagic, FormatVersion, []byte(formatPayload))); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// formatPayload makes the format file self-describing for someone who
+// opens it with a hex dump.
+const formatPayload = "folio data directory"
+
+// partKey names a partition of one incarnation of a topic: a topic deleted
+// and created again under its name gets a new id, so a stale checkpoint
+// entry can never vouch for a new log.
+type partKey struct {
+	id        topic.ID
+	partition int32
+}
+
+// checkpointEntry is one partition's line in the checkpoint file.
+type checkpointEntry struct {
+	topic          string // for humans and tools; the key is the id
+	id             topic.ID
+	partition      int32
+	recoveryPoint  int64
+	logStartOffset int64
+}
+
+// encodeCheckpoint lays out the payload:
+//
+//	count u32, then per entry: id [16]byte | partition i32 |
+//	recoveryPoint i64 | logStartOffset i64 | name length u16 | name
+//
+// sorted by (name, partition) so equal states give equal files.
+func encodeCheckpoint(entries []checkpointEntry) []byte {
+	sort.Slice(entries, func(i, j int) bool {
+		if entries[i].topic != entries[j].topic {
+			return entries[i].topic < entries[j].topic
+		}
+		return entries[i].partition < entries[j].partition
+	})
+	size := 4
+	for _, e := range entries {
+		size += 16 + 4 + 8 + 8 + 2 + len(e.topic)
+	}
+	p := make([]byte, 0, size)
+	p = binary.BigEndian.AppendUint32(p, uint32(len(entries)))
+	for _, e := range entries {
+		p = append(p, e.id[:]...)
+		p = binary.BigEndian.AppendUint32(p, uint32(e.partition))
+		p = binary.BigEndian.AppendUint64(p, uint64(e.recoveryPoint))
+		p = binary.BigEndian.AppendUint64(p, uint64(e.logStartOffset))
+		p = binary.BigEndian.AppendUint16(p, uint16(len(e.topic)))
+		p = append(p, e.topic...)
+	}
+	return encodeMeta(checkpointMagic, checkpointVersion, p)
+}
+
+// decodeCheckpoint parses a checkpoint file. Every structural problem is
+// ErrCorrupt: a checkpoint that lies would let recovery skip a torn tail.
+func decodeCheckpoint(data []byte) (map[partKey]checkpointEntry, error) {
+	v, p, err := decodeMeta(CheckpointFile, checkpointMagic, data)
+	if err != nil {
+		return nil, err
+	}
+	if v != checkpointVersion {
+		return nil, fmt.Errorf("%w: %s version %d, this Folio knows %d", ErrUnknownFormat, CheckpointFile, v, checkpointVersion)
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrCorrupt, CheckpointFile, fmt.Sprintf(format, args...))
+	}
+	if len(p) < 4 {
+		return nil, bad("payload of %d bytes has no entry count", len(p))
+	}
+	n := binary.BigEndian.Uint32(p)
+	p = p[4:]
+	const fixed = 16 + 4 + 8 + 8 + 2
+	if uint64(n)*fixed > uint64(len(p)) {
+		return nil, bad("%d entries cannot fit in %d bytes", n, len(p))
+	}
+	out := make(map[partKey]checkpointEntry, n)
+	for i := uint32(0); i < n; i++ {
+		if len(p) < fixed {
+			return nil, bad("entry %d truncated", i)
+		}
+		var e checkpointEntry
+		copy(e.id[:], p[:16])
+		e.partition = int32(binary.BigEndian.Uint32(p[16:]))
+		e.recoveryPoint = int64(binary.BigEndian.Uint64(p[20:]))
+		e.logStartOffset = int64(binary.BigEndian.Uint64(p[28:]))
+		nl := int(binary.BigEndian.Uint16(p[36:]))
+		p = p[fixed:]
+		if len(p) < nl {
+			return nil, bad("entry %d: name of %d bytes truncated", i, nl)
+		}
+		e.topic = string(p[:nl])
+		p = p[nl:]
+		if e.partition < 0 || e.recoveryPoint < 0 || e.logStartOffset < 0 {
+			return nil, bad("entry %d (%s-%d): negative field", i, e.topic, e.partition)
+		}
+		k := partKey{e.id, e.partition}
+		if _, dup := out[k]; dup {
+			return nil, bad("entry %d (%s-%d) repeats a partition", i, e.topic, e.partition)
+		}
+		out[k] = e
+	}
+	if len(p) != 0 {
+		return nil, bad("%d bytes after the last entry", len(p))
+	}
+	return out, nil
+}
+
+// readCheckpoint returns the checkpoint entries of dir, none if there is
+// no checkpoint file yet.
+func readCheckpoint(fsys vfs.FS, dir string) (map[partKey]checkpointEntry, error) {
+	data, err := readMetaFile(fsys, dir, CheckpointFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return map[partKey]checkpointEntry{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	m, err := decodeCheckpoint(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w (data directory %s)", err, dir)
+	}
+	return m, nil
+}
+
+// encodeCleanMarker records when the clean shutdown happened; only the
+// marker's existence (and integrity) matters to recovery.
+func encodeCleanMarker(at time.Time) []byte {
+	return encodeMeta(cleanMagic, cleanVersion, binary.BigEndian.AppendUint64(nil, uint64(at.UnixMilli())))
+}
+
+// readCleanMarker reports whether dir holds a valid clean-shutdown marker.
+// A damaged marker counts as absent (the safe answer: recovery scans) and
+// is reported through damaged so the caller can log it.
+func readCleanMarker(fsys vfs.FS, dir string) (clean bool, at time.Time, damaged error) {
+	data, err := readMetaFile(fsys, dir, CleanShutdownFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, time.Time{}, nil
+	}
+	if err != nil {
+		return false, time.Time{}, err
+	}
+	v, p, err := decodeMeta(CleanShutdownFile, cleanMagic, data)
+	if err != nil {
+		return false, time.Time{}, err
+	}
+	if v != cleanVersion || len(p) != 8 {
+		return false, time.Time{}, fmt.Errorf("%w: %s: version %d with %d payload bytes", ErrCorrupt, CleanShutdownFile, v, len(p))
+	}
+	return true, time.UnixMilli(int64(binary.BigEndian.Uint64(p))), nil
+}

@@ -1,0 +1,132 @@
+package folio
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/foliolog/folio/log"
+	"github.com/foliolog/folio/topic"
+)
+
+// Sentinel errors. Errors returned by this package wrap them (test with
+// errors.Is) together with the data directory, file, topic or partition they
+// concern. Where a lower package already defines the class, the sentinel is
+// that package's value, so one errors.Is works whichever layer reported it.
+var (
+	// ErrClosed is returned by every call on a Broker, Producer or Consumer
+	// after its Close, and by a second Close.
+	ErrClosed = errors.New("folio: closed")
+
+	// ErrDirLocked means another Broker, in this process or another one,
+	// holds the data directory's lock. The error names the holder's pid and
+	// host as the holder wrote them into the lock file.
+	ErrDirLocked = errors.New("folio: data directory is locked by another broker")
+
+	// ErrUnknownFormat means the data directory was written in an on-disk
+	// format version this code does not know (a newer Folio), or is not a
+	// Folio data directory at all. Nothing in it is touched.
+	ErrUnknownFormat = errors.New("folio: unknown data directory format")
+
+	// ErrCorrupt is the class of damaged metadata files (format version,
+	// checkpoint): a bad magic number, length or checksum. It also matches
+	// corruption reported by the log and topic packages, see IsCorrupt.
+	ErrCorrupt = errors.New("folio: corrupt metadata")
+
+	// ErrReadOnly is returned by every write (create or delete a topic,
+	// produce) on a Broker opened read-only.
+	ErrReadOnly = errors.New("folio: broker is read-only")
+
+	// ErrTopicExists is returned by CreateTopic for a name already taken.
+	ErrTopicExists = topic.ErrExists
+
+	// ErrUnknownTopic is returned for a topic the catalog does not hold.
+	ErrUnknownTopic = topic.ErrNotFound
+
+	// ErrUnknownPartition is returned for a partition outside [0, n) of its
+	// topic.
+	ErrUnknownPartition = errors.New("folio: unknown partition")
+
+	// ErrInvalidName is topic.ErrInvalidName: a topic name outside Kafka's
+	// rules (1-249 characters of [a-zA-Z0-9._-], not "." or "..").
+	ErrInvalidName = topic.ErrInvalidName
+
+	// ErrReservedName is topic.ErrReservedName: names starting with "__"
+	// belong to Folio's own topics.
+	ErrReservedName = topic.ErrReservedName
+
+	// ErrInvalidConfig wraps a topic configuration or Options field that is
+	// out of range; the message names the field.
+	ErrInvalidConfig = errors.New("folio: invalid configuration")
+
+	// ErrMessageTooLarge is returned for a record that does not fit in a
+	// batch of the topic's MaxMessageBytes on its own, and for an appended
+	// batch above it. Nothing is written.
+	ErrMessageTooLarge = errors.New("folio: message too large")
+
+	// ErrUnknownOutcome is returned when the ctx of a call that waits for an
+	// acknowledgement ends first: the record was handed to the log and may
+	// or may not be written. It also wraps the ctx's error. A producer that
+	// must know retries with the same idempotent producer, whose sequence
+	// numbers make the retry safe, or reads the partition back.
+	ErrUnknownOutcome = errors.New("folio: outcome unknown: the record may or may not have been written")
+
+	// ErrDiskFull is returned by produce when the partition's disk is full
+	// (ENOSPC). The partition then refuses appends until the broker is
+	// reopened, while reads and retention continue.
+	ErrDiskFull = errors.New("folio: no space left on device")
+
+	// ErrPartitionFailed is returned by produce to a partition whose log
+	// stopped accepting writes after a failed write or fsync (fail-stop).
+	// Reopening the Broker recovers it. It wraps log.ErrFailed.
+	ErrPartitionFailed = log.ErrFailed
+
+	// ErrOffsetOutOfRange is returned when a consumer's position lies
+	// outside the partition's offsets and its ResetPolicy is ResetNone.
+	// The error is an *OffsetOutOfRangeError with the valid range.
+	ErrOffsetOutOfRange = errors.New("folio: offset out of range")
+
+	// ErrOutOfOrderSequence is topic.ErrOutOfOrderSequence: an idempotent
+	// batch whose first sequence does not follow the producer's last one.
+	ErrOutOfOrderSequence = topic.ErrOutOfOrderSequence
+
+	// ErrProducerFenced is topic.ErrProducerFenced: a batch from an older
+	// epoch of a producer id that a newer epoch has taken over.
+	ErrProducerFenced = topic.ErrProducerFenced
+
+	// ErrDuplicateSequence is topic.ErrDuplicateSequence: a retry of a batch
+	// older than the ones whose offsets the partition remembers.
+	ErrDuplicateSequence = topic.ErrDuplicateSequence
+
+	// ErrNotAssigned is returned by Consumer calls naming a partition the
+	// consumer is not assigned.
+	ErrNotAssigned = errors.New("folio: partition not assigned to this consumer")
+
+	// ErrInvalidBatch is returned by AppendBatch for bytes that are not one
+	// valid RecordBatch v2.
+	ErrInvalidBatch = errors.New("folio: invalid batch")
+)
+
+// OffsetOutOfRangeError reports a consumer position outside [Start, End]:
+// below the log start offset (retention or DeleteRecords removed it) or
+// beyond the log end offset. errors.Is(err, ErrOffsetOutOfRange) matches it.
+type OffsetOutOfRangeError struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Start     int64
+	End       int64
+}
+
+func (e *OffsetOutOfRangeError) Error() string {
+	return fmt.Sprintf("folio: %s-%d: offset %d out of range [%d, %d]", e.Topic, e.Partition, e.Offset, e.Start, e.End)
+}
+
+// Is makes errors.Is(err, ErrOffsetOutOfRange) true.
+func (e *OffsetOutOfRangeError) Is(target error) bool { return target == ErrOffsetOutOfRange }
+
+// IsCorrupt reports whether err is about damaged bytes on disk, whichever
+// layer found them: this package's metadata, a topic catalog or producer
+// snapshot, or a partition's log.
+func IsCorrupt(err error) bool {
+	return errors.Is(err, ErrCorrupt) || errors.Is(err, topic.ErrCorrupt) || errors.Is(err, log.ErrCorrupt)
+}

@@ -1,0 +1,750 @@
+package folio
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/foliolog/folio/record"
+	"github.com/foliolog/folio/topic"
+)
+
+// Defaults of ProducerOptions.
+const (
+	// DefaultBatchBytes caps a batch's uncompressed size. With Linger 0
+	// a batch is usually cut well below it: when the partition's previous
+	// append finishes, whatever accumulated meanwhile is appended.
+	DefaultBatchBytes = 64 << 10
+	// DefaultMaxBufferedBytes caps the memory held by records produced but
+	// not yet acknowledged (Kafka's buffer.memory).
+	DefaultMaxBufferedBytes = 32 << 20
+)
+
+// ProducerOptions configure a Producer. A nil *ProducerOptions, and every
+// zero field, means the default stated on the field.
+type ProducerOptions struct {
+	// Linger is how long a partition's batch may wait for more records
+	// before it is appended, when no append to that partition is in
+	// progress. Default 0: append at once. Records produced while an
+	// append is in progress wait for it and then go together, so batches
+	// grow with the load even at 0.
+	Linger time.Duration
+
+	// BatchBytes caps the uncompressed size of one batch, and is how many
+	// bytes of unkeyed records go to one partition before the sticky
+	// partitioner moves on. Default DefaultBatchBytes. A topic's
+	// MaxMessageBytes caps it further.
+	BatchBytes int
+
+	// MaxBufferedBytes caps the memory held by records produced and not
+	// yet acknowledged. Past it, produce blocks under its ctx until
+	// appends free memory, so a producer faster than the disk slows down
+	// instead of growing without bound. Default DefaultMaxBufferedBytes.
+	// A record larger than the cap counts as the cap.
+	MaxBufferedBytes int64
+
+	// Compression is the codec of the batches this producer builds for
+	// topics whose Compression is CompressionProducer (the default); a
+	// topic that names a codec gets batches in that codec. Default
+	// record.CodecNone.
+	Compression record.Codec
+
+	// ManualPartitioning sends each record to its Record.Partition. By
+	// default the partition is chosen as Kafka's default partitioner does:
+	// keyed records by the murmur2 hash of the key, so every Kafka client
+	// agrees where a key goes; unkeyed records stick to one partition for
+	// BatchBytes, then move on.
+	ManualPartitioning bool
+
+	// DisableIdempotence produces without a producer id. By default the
+	// producer takes a durable producer id from the data directory and
+	// numbers its batches per partition, so a partition detects a
+	// duplicated or lost batch (see Broker.AppendBatch).
+	DisableIdempotence bool
+}
+
+func (o *ProducerOptions) withDefaults() ProducerOptions {
+	var c ProducerOptions
+	if o != nil {
+		c = *o
+	}
+	if c.BatchBytes == 0 {
+		c.BatchBytes = DefaultBatchBytes
+	}
+	if c.MaxBufferedBytes == 0 {
+		c.MaxBufferedBytes = DefaultMaxBufferedBytes
+	}
+	return c
+}
+
+func (o *ProducerOptions) validate() error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("%w: ProducerOptions.%s %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case o.Linger < 0:
+		return bad("Linger", "%v is negative", o.Linger)
+	case o.BatchBytes < record.HeaderSize:
+		return bad("BatchBytes", "%d is below a batch header (%d bytes)", o.BatchBytes, record.HeaderSize)
+	case o.MaxBufferedBytes < 0:
+		return bad("MaxBufferedBytes", "%d is negative", o.MaxBufferedBytes)
+	}
+	if _, err := record.NewBuilder(&record.BuilderOptions{Codec: o.Compression}); err != nil {
+		return bad("Compression", "%v: %v", o.Compression, err)
+	}
+	return nil
+}
+
+// Producer appends records to a Broker's topics, batching them per
+// partition. Its methods are safe for concurrent use. Records of one
+// partition are appended in the order their produce calls returned (for
+// calls from one goroutine: in call order), and callbacks run in that order.
+type Producer struct {
+	b     *Broker
+	opts  ProducerOptions
+	pid   int64 // -1 without idempotence
+	epoch int16
+	mem   memGate
+
+	// topicsMu guards topics.
+	topicsMu sync.Mutex
+	topics   map[string]*prodTopic
+
+	// closeMu orders produce calls against Close: a call holds it shared
+	// while it buffers a record, Close exclusively once, so that no record
+	// is buffered after Close's final flush.
+	closeMu sync.RWMutex
+	closed  atomic.Bool
+
+	// Flush waits for pending to reach zero; flushMu guards flushCh, which
+	// is closed and replaced whenever it does while someone waits.
+	pending      atomic.Int64
+	flushWaiters atomic.Int64
+	flushMu      sync.Mutex
+	flushCh      chan struct{}
+	flushing     atomic.Int64 // Flush calls in progress: lingering is off
+
+	senders sync.WaitGroup
+}
+
+// prodTopic is a producer's view of one topic.
+type prodTopic struct {
+	ts          *topicState
+	partitioner *topic.Partitioner
+	parts       []*prodPart
+}
+
+// NewProducer returns a Producer. Unless opts.DisableIdempotence is set it
+// allocates a producer id, a write to the topic catalog.
+func (b *Broker) NewProducer(opts *ProducerOptions) (*Producer, error) {
+	o := opts.withDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	if err := b.writable(); err != nil {
+		return nil, err
+	}
+	p := &Producer{
+		b: b, opts: o, pid: -1, epoch: -1,
+		topics:  map[string]*prodTopic{},
+		flushCh: make(chan struct{}),
+	}
+	p.mem.init(o.MaxBufferedBytes)
+	if !o.DisableIdempotence {
+		id, err := b.catalog.AllocateProducerID()
+		if err != nil {
+			return nil, fmt.Errorf("folio: allocating a producer id: %w", err)
+		}
+		p.pid, p.epoch = id, 0
+	}
+	b.clientsMu.Lock()
+	defer b.clientsMu.Unlock()
+	if b.closed.Load() {
+		return nil, ErrClosed
+	}
+	b.producers[p] = struct{}{}
+	return p, nil
+}
+
+// ProducerID returns the producer's id and epoch, or -1, -1 without
+// idempotence.
+func (p *Producer) ProducerID() (id int64, epoch int16) { return p.pid, p.epoch }
+
+// Produce appends rec and waits for its acknowledgement under the topic's
+// flush policy, returning where it went (also set in rec.Partition and
+// rec.Offset).
+//
+// If ctx ends while Produce waits for buffer memory, the record was not
+// produced and the error is ctx's. If ctx ends after the record was
+// buffered, the error wraps ErrUnknownOutcome and ctx's error: the record
+// may still be written (its fate can be learned by reading the partition).
+func (p *Producer) Produce(ctx context.Context, rec *Record) (partition int32, offset int64, err error) {
+	done := make(chan error, 1)
+	buffered := p.produce(ctx, rec, func(_ *Record, err error) { done <- err })
+	if !buffered {
+		err := <-done
+		return -1, -1, err
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			return -1, -1, err
+		}
+		return rec.Partition, rec.Offset, nil
+	case <-ctx.Done():
+		select {
+		case err := <-done: // settled meanwhile: report the real outcome
+			if err != nil {
+				return -1, -1, err
+			}
+			return rec.Partition, rec.Offset, nil
+		default:
+		}
+		return -1, -1, fmt.Errorf("%w: %w", ErrUnknownOutcome, context.Cause(ctx))
+	}
+}
+
+// ProduceAsync buffers rec and returns; callback (which may be nil) is
+// called exactly once with rec and the outcome: nil once the record is
+// acknowledged under the topic's flush policy (rec.Partition and rec.Offset
+// are then set), or the error. ctx bounds only the wait for buffer memory:
+// if it ends first the callback gets ctx's error and the record was not
+// produced. Once buffered, the record's outcome is always reported, even
+// after ctx ends.
+//
+// Callbacks run on the producer's goroutines, one partition's in offset
+// order; a slow callback delays the partition's next append, and a
+// callback must not call Flush or Close.
+func (p *Producer) ProduceAsync(ctx context.Context, rec *Record, callback func(*Record, error)) {
+	if callback == nil {
+		callback = func(*Record, error) {}
+	}
+	p.produce(ctx, rec, callback)
+}
+
+// produce buffers rec, or calls cb with the reason it did not, and reports
+// whether it buffered it.
+func (p *Producer) produce(ctx context.Context, rec *Record, cb func(*Record, error)) bool {
+	if p.closed.Load() {
+		cb(rec, ErrClosed)
+		return false
+	}
+	pp, err := p.route(rec)
+	if err != nil {
+		cb(rec, err)
+		return false
+	}
+	size := memSize(rec)
+	if err := p.mem.acquire(ctx, size, &p.closed, p.b); err != nil {
+		cb(rec, err)
+		return false
+	}
+	p.closeMu.RLock()
+	if p.closed.Load() {
+		p.closeMu.RUnlock()
+		p.mem.release(size)
+		cb(rec, ErrClosed)
+		return false
+	}
+	p.pending.Add(1)
+	err = pp.add(rec, cb, size)
+	p.closeMu.RUnlock()
+	if err != nil {
+		p.finish(1, size)
+		cb(rec, err)
+		return false
+	}
+	return true
+}
+
+// route finds the partition rec goes to and checks that it fits a batch.
+func (p *Producer) route(rec *Record) (*prodPart, error) {
+	pt, err := p.topicFor(rec.Topic)
+	if err != nil {
+		return nil, err
+	}
+	n := int32(len(pt.parts))
+	alone := aloneBatchSize(rec)
+	var idx int32
+	if p.opts.ManualPartitioning {
+		if err := topic.CheckPartition(rec.Partition, n); err != nil {
+			return nil, fmt.Errorf("%w: %s-%d: %w", ErrUnknownPartition, rec.Topic, rec.Partition, err)
+		}
+		idx = rec.Partition
+	} else if idx, err = pt.partitioner.Partition(rec.Key, alone, n); err != nil {
+		return nil, fmt.Errorf("folio: partitioning for %q: %w", rec.Topic, err)
+	}
+	pp := pt.parts[idx]
+	if alone > pp.limit {
+		return nil, fmt.Errorf("%w: record of %d bytes in a batch of its own; %s takes batches up to %d bytes",
+			ErrMessageTooLarge, alone, pp.p, pp.limit)
+	}
+	return pp, nil
+}
+
+// topicFor returns the producer's view of a topic, refreshed when the
+// topic's partitions changed or it was deleted and created again.
+func (p *Producer) topicFor(name string) (*prodTopic, error) {
+	ts, ok := (*p.b.topics.Load())[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownTopic, name)
+	}
+	p.topicsMu.Lock()
+	defer p.topicsMu.Unlock()
+	pt := p.topics[name]
+	if pt != nil && pt.ts == ts {
+		return pt, nil
+	}
+	npt := &prodTopic{ts: ts, parts: make([]*prodPart, len(ts.parts))}
+	if pt != nil && pt.ts.info.ID == ts.info.ID {
+		// Grown: keep the partitioner and the partitions' buffers.
+		npt.partitioner = pt.partitioner
+		copy(npt.parts, pt.parts)
+	} else {
+		part, err := topic.NewPartitioner(&topic.PartitionerOptions{StickyBytes: int64(p.opts.BatchBytes)})
+		if err != nil {
+			return nil, err
+		}
+		npt.partitioner = part
+	}
+	for i, part := range ts.parts {
+		if npt.parts[i] == nil {
+			npt.parts[i] = newProdPart(p, part, npt.partitioner, int32(len(ts.parts)))
+		}
+	}
+	p.topics[name] = npt
+	return npt, nil
+}
+
+// finish accounts for n records of size bytes settled (acknowledged or
+// failed) and wakes Flush when nothing is pending.
+func (p *Producer) finish(n int, size int64) {
+	p.mem.release(size)
+	if p.pending.Add(int64(-n)) == 0 && p.flushWaiters.Load() > 0 {
+		p.flushMu.Lock()
+		close(p.flushCh)
+		p.flushCh = make(chan struct{})
+		p.flushMu.Unlock()
+	}
+}
+
+// Flush appends every buffered record now, without lingering, and waits
+// until every record produced before and during the call is settled (its
+// callback ran). If ctx ends first it returns ctx's error; the records'
+// outcomes are then still reported to their callbacks.
+func (p *Producer) Flush(ctx context.Context) error {
+	p.flushing.Add(1)
+	defer p.flushing.Add(-1)
+	p.kickAll()
+	p.flushWaiters.Add(1)
+	defer p.flushWaiters.Add(-1)
+	for {
+		p.flushMu.Lock()
+		ch := p.flushCh
+		p.flushMu.Unlock()
+		if p.pending.Load() == 0 {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// kickAll starts the append of every partition's buffered records.
+func (p *Producer) kickAll() {
+	p.topicsMu.Lock()
+	var parts []*prodPart
+	for _, pt := range p.topics {
+		parts = append(parts, pt.parts...)
+	}
+	p.topicsMu.Unlock()
+	for _, pp := range parts {
+		pp.kick()
+	}
+}
+
+// Close appends what is buffered, waits for every outcome to be reported,
+// and releases the producer. Produce calls after Close (or blocked in it
+// waiting for memory) fail with ErrClosed. Close is idempotent; later calls
+// return ErrClosed.
+func (p *Producer) Close() error {
+	if !p.closed.CompareAndSwap(false, true) {
+		return ErrClosed
+	}
+	p.mem.wake()
+	p.closeMu.Lock() // no produce call is buffering past this point
+	p.closeMu.Unlock()
+	p.flushing.Add(1)
+	p.kickAll()
+	p.senders.Wait()
+	p.b.clientsMu.Lock()
+	delete(p.b.producers, p)
+	p.b.clientsMu.Unlock()
+	return nil
+}
+
+// prodPart buffers one partition's records for a Producer and appends them
+// from its sender goroutine, which runs while there is work and exits when
+// there is none.
+type prodPart struct {
+	pr          *Producer
+	p           *partition
+	partitioner *topic.Partitioner
+	nparts      int32
+	limit       int // the largest batch, by uncompressed size
+	codec       record.Codec
+
+	// mu guards the fields up to seq.
+	mu      sync.Mutex
+	cur     *pendingBatch   // the open batch
+	ready   []*pendingBatch // full batches, oldest first
+	sending bool            // a sender goroutine is running
+	timer   *time.Timer     // linger timer, armed while cur waits
+
+	// Owned by the running sender.
+	seq  int32    // the next batch's base sequence
+	bufs [][]byte // reused encode buffers, one per batch of an append
+}
+
+// pendingBatch is a batch being filled: its encoder and, in order, the
+// records in it with their callbacks.
+type pendingBatch struct {
+	bld  *record.Builder
+	recs []pendingRec
+	mem  int64
+	due  bool // the linger expired
+}
+
+type pendingRec struct {
+	rec *Record
+	cb  func(*Record, error)
+	ts  int64 // the timestamp it was encoded with, for a rebuild
+}
+
+func newProdPart(pr *Producer, p *partition, part *topic.Partitioner, n int32) *prodPart {
+	codec := pr.opts.Compression
+	if !p.keep {
+		codec = p.codec
+	}
+	return &prodPart{
+		pr: pr, p: p, partitioner: part, nparts: n,
+		limit: min(pr.opts.BatchBytes, p.maxBatch), codec: codec,
+		seq: 0,
+	}
+}
+
+var builderPool sync.Map // record.Codec -> *sync.Pool of *record.Builder
+
+func getBuilder(codec record.Codec) *record.Builder {
+	pool, _ := builderPool.LoadOrStore(codec, &sync.Pool{})
+	if b, ok := pool.(*sync.Pool).Get().(*record.Builder); ok {
+		return b
+	}
+	b, err := record.NewBuilder(&record.BuilderOptions{Codec: codec})
+	if err != nil {
+		// The codec was validated with the options or comes from a topic
+		// configuration; fall back to no compression rather than fail.
+		b, _ = record.NewBuilder(nil)
+	}
+	return b
+}
+
+func putBuilder(codec record.Codec, b *record.Builder) {
+	b.Reset()
+	pool, _ := builderPool.LoadOrStore(codec, &sync.Pool{})
+	pool.(*sync.Pool).Put(b)
+}
+
+// add puts rec in the open batch and makes sure it will be appended.
+func (pp *prodPart) add(rec *Record, cb func(*Record, error), size int64) error {
+	now := pp.pr.b.opts.Now
+	r := record.Record{Key: rec.Key, Value: rec.Value, Headers: rec.Headers, Timestamp: rec.timestampMillis(now)}
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	if pp.cur != nil && pp.cur.bld.Len() > 0 && pp.cur.bld.Size()+aloneBatchSize(rec)-record.HeaderSize > pp.limit {
+		pp.sealLocked()
+	}
+	if pp.cur == nil {
+		pp.cur = &pendingBatch{bld: getBuilder(pp.codec)}
+	}
+	if err := pp.cur.bld.Append(r); err != nil {
+		return fmt.Errorf("folio: encoding a record for %s: %w", pp.p, err)
+	}
+	pp.cur.recs = append(pp.cur.recs, pendingRec{rec: rec, cb: cb, ts: r.Timestamp})
+	pp.cur.mem += size
+	pp.scheduleLocked()
+	return nil
+}
+
+// sealLocked moves the open batch to the ready list, and moves unkeyed
+// records to another partition as Kafka's sticky partitioner does when a
+// batch fills.
+func (pp *prodPart) sealLocked() {
+	pp.ready = append(pp.ready, pp.cur)
+	pp.cur = nil
+	pp.partitioner.OnNewBatch(pp.p.index, pp.nparts)
+}
+
+// scheduleLocked starts the sender if there is something it should append
+// now, or arms the linger timer.
+func (pp *prodPart) scheduleLocked() {
+	if pp.sending {
+		return
+	}
+	if len(pp.ready) > 0 || pp.takeCurLocked() {
+		pp.sending = true
+		pp.pr.senders.Add(1)
+		go pp.send()
+		return
+	}
+	if pp.cur != nil && pp.timer == nil {
+		pp.timer = time.AfterFunc(pp.pr.opts.Linger, pp.lingerDone)
+	}
+}
+
+// takeCurLocked reports whether the open batch should go with the next
+// append rather than wait for more records.
+func (pp *prodPart) takeCurLocked() bool {
+	if pp.cur == nil || pp.cur.bld.Len() == 0 {
+		return false
+	}
+	return pp.pr.opts.Linger == 0 || pp.cur.due || pp.pr.flushing.Load() > 0
+}
+
+func (pp *prodPart) lingerDone() {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	pp.timer = nil
+	if pp.cur != nil {
+		pp.cur.due = true
+	}
+	pp.scheduleLocked()
+}
+
+// kick appends whatever is buffered now (Flush, Close).
+func (pp *prodPart) kick() {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	if pp.timer != nil {
+		pp.timer.Stop()
+		pp.timer = nil
+	}
+	if pp.cur != nil {
+		pp.cur.due = true
+	}
+	pp.scheduleLocked()
+}
+
+// send appends batches until there are none to append.
+func (pp *prodPart) send() {
+	defer pp.pr.senders.Done()
+	for {
+		pp.mu.Lock()
+		batches := pp.ready
+		pp.ready = nil
+		if pp.takeCurLocked() {
+			batches = append(batches, pp.cur)
+			pp.cur = nil
+			if pp.timer != nil {
+				pp.timer.Stop()
+				pp.timer = nil
+			}
+		}
+		if len(batches) == 0 {
+			pp.sending = false
+			pp.scheduleLocked() // arms the linger timer for a waiting batch
+			pp.mu.Unlock()
+			return
+		}
+		pp.mu.Unlock()
+		pp.appendBatches(batches)
+	}
+}
+
+// encoded is a batch ready to append, or records refused on their own,
+// in the order of the pending batch they came from.
+type encoded struct {
+	batch record.Batch // nil when err is set
+	recs  []pendingRec
+	err   error
+}
+
+// appendBatches encodes and appends batches, then settles their records.
+func (pp *prodPart) appendBatches(batches []*pendingBatch) {
+	var parts []encoded
+	seq := pp.seq
+	bufi := 0
+	for _, pb := range batches {
+		parts = pp.encode(parts, pb.bld, pb.recs, &seq, &bufi)
+	}
+	built := make([]record.Batch, 0, len(parts))
+	for _, e := range parts {
+		if e.err == nil {
+			built = append(built, e.batch)
+		}
+	}
+	var err error
+	n := 0
+	if len(built) > 0 {
+		n, err = pp.p.appendProduced(pp.pr.pid, built)
+	}
+	// Sequences advance by what was written only, so a batch refused
+	// without being written leaves no gap for the next one to trip on.
+	for _, bt := range built[:n] {
+		pp.seq = nextSequence(pp.seq, bt.LastOffsetDelta()+1)
+	}
+	k := 0 // index into built
+	for _, e := range parts {
+		if e.err != nil {
+			for _, r := range e.recs {
+				r.cb(r.rec, e.err)
+			}
+			continue
+		}
+		if k < n {
+			base := built[k].BaseOffset()
+			for j, r := range e.recs {
+				r.rec.Partition = pp.p.index
+				r.rec.Offset = base + int64(j)
+				r.cb(r.rec, nil)
+			}
+		} else {
+			for _, r := range e.recs {
+				r.cb(r.rec, err)
+			}
+		}
+		k++
+	}
+	for _, pb := range batches {
+		pp.pr.finish(len(pb.recs), pb.mem)
+		putBuilder(pp.codec, pb.bld)
+	}
+}
+
+// encode builds the batch of recs held by bld, numbering it from *seq, into
+// one of the reused buffers. A compressed batch can come out larger than
+// the uncompressed size that bounded it and than the topic takes; then the
+// records are split in halves and rebuilt, down to a record that does not
+// fit on its own, which fails with ErrMessageTooLarge as Kafka's broker
+// would refuse it.
+func (pp *prodPart) encode(out []encoded, bld *record.Builder, recs []pendingRec, seq *int32, bufi *int) []encoded {
+	if pp.pr.pid >= 0 {
+		bld.ProducerID, bld.ProducerEpoch, bld.BaseSequence = pp.pr.pid, pp.pr.epoch, *seq
+	}
+	if *bufi == len(pp.bufs) {
+		pp.bufs = append(pp.bufs, nil)
+	}
+	bt, err := bld.Build(pp.bufs[*bufi])
+	if err != nil {
+		return append(out, encoded{recs: recs, err: fmt.Errorf("folio: encoding a batch for %s: %w", pp.p, err)})
+	}
+	pp.bufs[*bufi] = bt[:cap(bt)]
+	if len(bt) <= pp.p.maxBatch {
+		*bufi++
+		*seq = nextSequence(*seq, bt.LastOffsetDelta()+1)
+		return append(out, encoded{batch: bt, recs: recs})
+	}
+	if len(recs) == 1 {
+		return append(out, encoded{recs: recs, err: fmt.Errorf("%w: the record compresses to a batch of %d bytes; %s takes up to %d",
+			ErrMessageTooLarge, len(bt), pp.p, pp.p.maxBatch)})
+	}
+	half := len(recs) / 2
+	for _, sub := range [][]pendingRec{recs[:half], recs[half:]} {
+		b := getBuilder(pp.codec)
+		for _, r := range sub {
+			rr := record.Record{Key: r.rec.Key, Value: r.rec.Value, Headers: r.rec.Headers, Timestamp: r.ts}
+			if err := b.Append(rr); err != nil {
+				out = append(out, encoded{recs: sub, err: fmt.Errorf("folio: encoding a record for %s: %w", pp.p, err)})
+				b = nil
+				break
+			}
+		}
+		if b != nil {
+			out = pp.encode(out, b, sub, seq, bufi)
+			putBuilder(pp.codec, b) // the bytes live in pp.bufs
+		}
+	}
+	return out
+}
+
+// nextSequence is Kafka's DefaultRecordBatch.incrementSequence: sequences
+// wrap from math.MaxInt32 to 0.
+func nextSequence(seq, n int32) int32 {
+	if seq > math.MaxInt32-n {
+		return n - (math.MaxInt32 - seq) - 1
+	}
+	return seq + n
+}
+
+// memGate caps the bytes of buffered records. Acquiring is one atomic add
+// when there is room; waiters block on a channel that release closes, so
+// nothing polls.
+type memGate struct {
+	limit   int64
+	used    atomic.Int64
+	waiters atomic.Int64
+	// mu guards ch, closed and replaced to wake waiters.
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (g *memGate) init(limit int64) {
+	g.limit = limit
+	g.ch = make(chan struct{})
+}
+
+// acquire takes n bytes (at most the limit), waiting under ctx while there
+// is no room. It fails with ErrClosed once closed is set.
+func (g *memGate) acquire(ctx context.Context, n int64, closed *atomic.Bool, b *Broker) error {
+	n = min(n, g.limit)
+	if g.used.Add(n) <= g.limit {
+		return nil
+	}
+	g.used.Add(-n)
+	start := time.Now()
+	b.producerBlock.Add(1)
+	defer func() { b.metrics.ProduceBlocked(time.Since(start)) }()
+	// Register, then re-check: release subtracts, then reads waiters, so
+	// one of the two sees the other (sequentially consistent atomics).
+	g.waiters.Add(1)
+	defer g.waiters.Add(-1)
+	for {
+		g.mu.Lock()
+		ch := g.ch
+		g.mu.Unlock()
+		if closed.Load() {
+			return ErrClosed
+		}
+		if g.used.Add(n) <= g.limit {
+			return nil
+		}
+		g.used.Add(-n)
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
+func (g *memGate) release(n int64) {
+	n = min(n, g.limit)
+	g.used.Add(-n)
+	if g.waiters.Load() > 0 {
+		g.wake()
+	}
+}
+
+// wake wakes every waiter to re-check.
+func (g *memGate) wake() {
+	g.mu.Lock()
+	close(g.ch)
+	g.ch = make(chan struct{})
+	g.mu.Unlock()
+}

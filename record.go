@@ -1,0 +1,89 @@
+package folio
+
+import (
+	"time"
+
+	"github.com/foliolog/folio/record"
+)
+
+// Header is one record header: a key and a value (nil is a null value).
+// Kafka allows repeated keys.
+type Header = record.Header
+
+// Record is one record, as produced and as consumed.
+//
+// To produce, set Topic, Key (nil: no key), Value, and optionally Headers
+// and Timestamp (zero: the time of the produce call); Partition is used
+// only by a Producer with ManualPartitioning. The Producer sets Partition
+// and Offset when the record is acknowledged. The record and the slices it
+// points to must not be changed until then.
+//
+// A consumed record carries every field. Its Key, Value and header values
+// are the caller's to keep unless the Consumer was opened with
+// ConsumerOptions.ZeroCopy (see there for their lifetime).
+type Record struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	// Key is nil for a record without a key, which Kafka distinguishes from
+	// an empty key.
+	Key []byte
+	// Value is nil for a null value (a tombstone in a compacted topic).
+	Value   []byte
+	Headers []Header
+	// Timestamp is the record's create time or, for a topic with
+	// TimestampType LogAppendTime, the time the log appended it, to the
+	// millisecond.
+	Timestamp time.Time
+}
+
+// timestampMillis is the record's timestamp as Kafka stores it, the time
+// of the call when none was set.
+func (r *Record) timestampMillis(now func() time.Time) int64 {
+	if r.Timestamp.IsZero() {
+		return now().UnixMilli()
+	}
+	return r.Timestamp.UnixMilli()
+}
+
+// varintLen is the length of v as a zigzag varint, Kafka's record framing.
+func varintLen(v int64) int {
+	u := uint64(v<<1) ^ uint64(v>>63)
+	n := 1
+	for u >= 0x80 {
+		u >>= 7
+		n++
+	}
+	return n
+}
+
+// bytesFieldLen is the encoded length of a nullable byte field.
+func bytesFieldLen(b []byte) int {
+	if b == nil {
+		return varintLen(-1)
+	}
+	return varintLen(int64(len(b))) + len(b)
+}
+
+// aloneBatchSize is the size of a batch holding only r, uncompressed: the
+// smallest batch r can travel in, so a record above the topic's max message
+// bytes by this measure is refused before anything is buffered. Deltas are
+// zero in a batch of one.
+func aloneBatchSize(r *Record) int {
+	body := 1 + varintLen(0) + varintLen(0) + bytesFieldLen(r.Key) + bytesFieldLen(r.Value) + varintLen(int64(len(r.Headers)))
+	for _, h := range r.Headers {
+		body += varintLen(int64(len(h.Key))) + len(h.Key) + bytesFieldLen(h.Value)
+	}
+	return record.HeaderSize + varintLen(int64(body)) + body
+}
+
+// memSize is what a buffered record counts against the producer's
+// MaxBufferedBytes: its bytes as the batch holds them plus the bookkeeping
+// that travels with it.
+func memSize(r *Record) int64 {
+	n := len(r.Key) + len(r.Value) + 64
+	for _, h := range r.Headers {
+		n += len(h.Key) + len(h.Value) + 8
+	}
+	return int64(n)
+}

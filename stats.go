@@ -1,0 +1,134 @@
+package folio
+
+import (
+	"sort"
+	"time"
+
+	"github.com/foliolog/folio/internal/readpath"
+)
+
+// Stats is a snapshot of a Broker's state. Counters are cumulative since
+// Open.
+type Stats struct {
+	Dir      string
+	ReadOnly bool
+	// Partitions lists every partition of every topic, by topic and
+	// partition.
+	Partitions []PartitionStats
+
+	// OpenFiles and Mappings count the segment files and mappings the
+	// process holds open for reading (all Brokers of the process together:
+	// the read paths count per process).
+	OpenFiles, Mappings int64
+	// OpenSealedSegments is how many sealed segments hold files now, under
+	// the cap MaxOpenSegments; Evictions counts idle ones closed to stay
+	// under it.
+	OpenSealedSegments int
+	MaxOpenSegments    int
+	Evictions          int64
+
+	// Producers and Consumers count the open clients.
+	Producers, Consumers int
+	// ProduceBlocked counts produce calls that waited for buffer memory.
+	ProduceBlocked int64
+
+	// Checkpoints counts checkpoint files written; LastCheckpoint is when
+	// the last one was (zero if none yet).
+	Checkpoints    int64
+	LastCheckpoint time.Time
+}
+
+// PartitionStats describes one partition.
+type PartitionStats struct {
+	Topic     string
+	Partition int32
+	// LogStartOffset, HighWatermark, DurableEndOffset and LogEndOffset are
+	// the partition's offsets: the first readable one, the end of what
+	// consumers see, the end of what is fsynced, and the next to append.
+	LogStartOffset, HighWatermark, DurableEndOffset, LogEndOffset int64
+	// Segments is the number of segments; OpenSealedSegments how many
+	// sealed ones hold files now (the active one always does).
+	Segments           int
+	OpenSealedSegments int64
+	// Syncs counts fsyncs of the partition's log (group commits, seals);
+	// Rolls counts new segments since Open.
+	Syncs, Rolls int64
+	// Failed is set once the partition refuses appends after a failed
+	// write or fsync; Close and Open recover it.
+	Failed bool
+	// Producers is the number of idempotent producers the partition holds
+	// state for (0 until the first idempotent append of the session).
+	Producers int
+	// Consumers gives every consumer assigned the partition, with its lag.
+	Consumers []ConsumerLag
+}
+
+// ConsumerLag is one consumer's progress in a partition.
+type ConsumerLag struct {
+	Consumer string
+	Position int64
+	// Lag is the high watermark minus the position.
+	Lag int64
+}
+
+// Stats returns a snapshot of the Broker's state.
+func (b *Broker) Stats() Stats {
+	st := Stats{Dir: b.dir, ReadOnly: b.readOnly}
+	st.OpenFiles, st.Mappings = readpath.Stats()
+	cs := b.caps.Stats()
+	st.OpenSealedSegments, st.MaxOpenSegments, st.Evictions = cs.OpenSegments, cs.MaxOpenSegments, cs.Evictions
+	st.Checkpoints = b.checkpoints.Load()
+	if ns := b.lastCheckpoint.Load(); ns != 0 {
+		st.LastCheckpoint = time.Unix(0, ns)
+	}
+	st.ProduceBlocked = b.producerBlock.Load()
+
+	b.clientsMu.Lock()
+	st.Producers = len(b.producers)
+	st.Consumers = len(b.consumers)
+	lags := map[*partition][]ConsumerLag{}
+	for c := range b.consumers {
+		c.assignMu.Lock()
+		for _, ap := range c.order {
+			lags[ap.p] = append(lags[ap.p], ConsumerLag{Consumer: c.name, Position: ap.pos})
+		}
+		c.assignMu.Unlock()
+	}
+	b.clientsMu.Unlock()
+
+	for _, p := range b.allPartitions() {
+		ls := p.log.Stats()
+		cp := p.log.Checkpoint()
+		ps := PartitionStats{
+			Topic: p.topic, Partition: p.index,
+			LogStartOffset:     cp.LogStartOffset,
+			HighWatermark:      p.log.HighWatermark(),
+			DurableEndOffset:   cp.RecoveryPoint,
+			LogEndOffset:       p.log.LogEndOffset(),
+			Segments:           ls.Segments,
+			OpenSealedSegments: ls.OpenSealedSegments,
+			Syncs:              ls.Syncs,
+			Rolls:              ls.Rolls,
+			Failed:             p.failed(),
+			Consumers:          lags[p],
+		}
+		p.pstateMu.Lock()
+		if p.pstate != nil {
+			ps.Producers = p.pstate.Len()
+		}
+		p.pstateMu.Unlock()
+		for i := range ps.Consumers {
+			ps.Consumers[i].Lag = max(ps.HighWatermark-ps.Consumers[i].Position, 0)
+		}
+		sort.Slice(ps.Consumers, func(i, j int) bool { return ps.Consumers[i].Consumer < ps.Consumers[j].Consumer })
+		st.Partitions = append(st.Partitions, ps)
+	}
+	sort.Slice(st.Partitions, func(i, j int) bool {
+		a, c := st.Partitions[i], st.Partitions[j]
+		if a.Topic != c.Topic {
+			return a.Topic < c.Topic
+		}
+		return a.Partition < c.Partition
+	})
+	return st
+}

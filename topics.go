@@ -1,0 +1,276 @@
+package folio
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"sort"
+	"time"
+
+	"github.com/foliolog/folio/log"
+	"github.com/foliolog/folio/topic"
+)
+
+// TopicConfig is a topic's configuration: partitions, retention, segment
+// size, flush policy, read path, cleanup policy, timestamp type, max
+// message bytes and compression. Its zero fields take the defaults stated
+// in the topic package (Kafka's where Kafka has one; FlushSync for
+// durability). Config.Set parses Kafka-style settings ("retention.ms",
+// "flush", ...).
+type TopicConfig = topic.Config
+
+// Flush policies for TopicConfig.Flush.
+var (
+	// FlushSync acknowledges a record after an fsync covers it (group
+	// commit): it survives power loss. The default.
+	FlushSync = topic.FlushPolicy{Mode: topic.FlushSync}
+	// FlushNone acknowledges once the record is in the page cache: it
+	// survives a crash of the process, not of the machine.
+	FlushNone = topic.FlushPolicy{Mode: topic.FlushNone}
+)
+
+// FlushInterval fsyncs at most d after the first unsynced append: a power
+// cut loses at most about d of acknowledged records.
+func FlushInterval(d time.Duration) topic.FlushPolicy {
+	return topic.FlushPolicy{Mode: topic.FlushInterval, Interval: d}
+}
+
+// FlushEveryN fsyncs once n records are unsynced.
+func FlushEveryN(n int64) topic.FlushPolicy {
+	return topic.FlushPolicy{Mode: topic.FlushEveryN, EveryN: n}
+}
+
+// TopicInfo describes a topic and the offsets of its partitions.
+type TopicInfo struct {
+	Name string
+	// ID identifies this incarnation of the topic: it changes when the
+	// topic is deleted and created again.
+	ID topic.ID
+	// Internal marks Folio's own topics (names starting with "__").
+	Internal bool
+	// Created is when the topic was created.
+	Created time.Time
+	// Config is the configuration with every default spelled out.
+	Config     TopicConfig
+	Partitions []PartitionInfo
+}
+
+// PartitionInfo gives one partition's offsets at the time of the call.
+type PartitionInfo struct {
+	Partition int32
+	// LogStartOffset is the first offset a consumer can read.
+	LogStartOffset int64
+	// HighWatermark is the offset below which records are visible to
+	// consumers: the durable end under FlushSync, the log end otherwise.
+	HighWatermark int64
+	// LogEndOffset is the offset the next record will get.
+	LogEndOffset int64
+}
+
+// CreateTopic creates a topic with cfg (zero fields take defaults) and opens
+// its partitions. The name must follow Kafka's rules (ErrInvalidName) and
+// must not start with "__" (ErrReservedName); an existing name is
+// ErrTopicExists. The topic is durable when CreateTopic returns: a crash
+// during it leaves either no topic or the whole topic.
+func (b *Broker) CreateTopic(name string, cfg TopicConfig) (TopicInfo, error) {
+	if err := topic.ValidateName(name); err != nil {
+		return TopicInfo{}, err
+	}
+	return b.createTopic(name, cfg, false)
+}
+
+func (b *Broker) createTopic(name string, cfg TopicConfig, internal bool) (TopicInfo, error) {
+	if err := cfg.Validate(); err != nil {
+		return TopicInfo{}, fmt.Errorf("folio: topic %q: %w: %w", name, ErrInvalidConfig, err)
+	}
+	// Refuse what the log would refuse before the catalog commits to it.
+	if _, err := b.logOptions(cfg); err != nil {
+		return TopicInfo{}, fmt.Errorf("folio: topic %q: %w", name, err)
+	}
+	b.topicsMu.Lock()
+	defer b.topicsMu.Unlock()
+	if err := b.writable(); err != nil {
+		return TopicInfo{}, err
+	}
+	var (
+		in  topic.Info
+		err error
+	)
+	if internal {
+		in, err = b.catalog.CreateInternal(name, cfg)
+	} else {
+		in, err = b.catalog.Create(name, cfg)
+	}
+	if err != nil {
+		return TopicInfo{}, fmt.Errorf("folio: creating topic %q: %w", name, err)
+	}
+	ts := &topicState{info: in, parts: make([]*partition, in.Config.Partitions)}
+	for p := range in.Config.Partitions {
+		part, err := b.openPartition(in, p, log.State{})
+		if err != nil {
+			// The catalog names the topic; its directories exist. Serve
+			// what opened and report the rest: the next Open retries.
+			b.publishLocked(ts, p)
+			return TopicInfo{}, fmt.Errorf("folio: topic %q created, but opening partition %d failed: %w", name, p, err)
+		}
+		ts.parts[p] = part
+	}
+	b.publishLocked(ts, in.Config.Partitions)
+	return b.describe(ts), nil
+}
+
+// publishLocked installs ts with its first n partitions in the topic map.
+func (b *Broker) publishLocked(ts *topicState, n int32) {
+	ts.parts = ts.parts[:n]
+	m := maps.Clone(*b.topics.Load())
+	m[ts.info.Name] = ts
+	b.topics.Store(&m)
+}
+
+// DeleteTopic deletes a topic and its records. Producers and consumers using
+// it get ErrUnknownTopic from then on; records a consumer already holds
+// stay valid. Internal topics cannot be deleted (ErrReservedName).
+func (b *Broker) DeleteTopic(name string) error {
+	if topic.IsInternal(name) {
+		return fmt.Errorf("%w: %q is internal and cannot be deleted", ErrReservedName, name)
+	}
+	b.topicsMu.Lock()
+	defer b.topicsMu.Unlock()
+	if err := b.writable(); err != nil {
+		return err
+	}
+	ts, ok := (*b.topics.Load())[name]
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownTopic, name)
+	}
+	// Unpublish first so that no new produce or read finds the topic, then
+	// close the logs (appends in flight finish or fail with log.ErrClosed),
+	// then let the catalog remove the directories.
+	m := maps.Clone(*b.topics.Load())
+	delete(m, name)
+	b.topics.Store(&m)
+	var errs []error
+	for _, p := range ts.parts {
+		p.deleted.Store(true)
+		if err := p.close(); err != nil && !errors.Is(err, log.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	if err := b.catalog.Delete(name); err != nil {
+		errs = append(errs, err)
+	}
+	b.removeSnapshots(ts.info.ID)
+	if len(errs) > 0 {
+		return fmt.Errorf("folio: deleting topic %q: %w", name, errors.Join(errs...))
+	}
+	return nil
+}
+
+// AddPartitions grows a topic to total partitions. Partitions are never
+// removed. Keyed records produced afterwards may map to other partitions
+// than before, as in Kafka.
+func (b *Broker) AddPartitions(name string, total int32) (TopicInfo, error) {
+	b.topicsMu.Lock()
+	defer b.topicsMu.Unlock()
+	if err := b.writable(); err != nil {
+		return TopicInfo{}, err
+	}
+	old, ok := (*b.topics.Load())[name]
+	if !ok {
+		return TopicInfo{}, fmt.Errorf("%w: %q", ErrUnknownTopic, name)
+	}
+	in, err := b.catalog.AddPartitions(name, total)
+	if err != nil {
+		return TopicInfo{}, fmt.Errorf("folio: adding partitions to %q: %w", name, err)
+	}
+	ts := &topicState{info: in, parts: make([]*partition, total)}
+	copy(ts.parts, old.parts)
+	for p := int32(len(old.parts)); p < total; p++ {
+		part, err := b.openPartition(in, p, log.State{})
+		if err != nil {
+			b.publishLocked(ts, p)
+			return TopicInfo{}, fmt.Errorf("folio: topic %q grown to %d partitions, but opening partition %d failed: %w", name, total, p, err)
+		}
+		ts.parts[p] = part
+	}
+	b.publishLocked(ts, total)
+	return b.describe(ts), nil
+}
+
+// Topics lists every topic, by name, with its partitions' offsets.
+func (b *Broker) Topics() ([]TopicInfo, error) {
+	if b.closed.Load() {
+		return nil, ErrClosed
+	}
+	m := *b.topics.Load()
+	out := make([]TopicInfo, 0, len(m))
+	for _, ts := range m {
+		out = append(out, b.describe(ts))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// DescribeTopic returns one topic with its partitions' offsets.
+func (b *Broker) DescribeTopic(name string) (TopicInfo, error) {
+	if b.closed.Load() {
+		return TopicInfo{}, ErrClosed
+	}
+	ts, ok := (*b.topics.Load())[name]
+	if !ok {
+		return TopicInfo{}, fmt.Errorf("%w: %q", ErrUnknownTopic, name)
+	}
+	return b.describe(ts), nil
+}
+
+func (b *Broker) describe(ts *topicState) TopicInfo {
+	ti := TopicInfo{
+		Name: ts.info.Name, ID: ts.info.ID, Internal: ts.info.Internal,
+		Created: ts.info.Created, Config: ts.info.Config,
+		Partitions: make([]PartitionInfo, len(ts.parts)),
+	}
+	for i, p := range ts.parts {
+		ti.Partitions[i] = PartitionInfo{
+			Partition:      int32(i),
+			LogStartOffset: p.log.LogStartOffset(),
+			HighWatermark:  p.log.HighWatermark(),
+			LogEndOffset:   p.log.LogEndOffset(),
+		}
+	}
+	return ti
+}
+
+// DeleteRecordsBefore makes offset the partition's new log start offset
+// (Kafka's DeleteRecords): records below it are no longer served, and the
+// segments holding only such records are deleted. The new start is
+// checkpointed, so the records stay deleted across restarts.
+func (b *Broker) DeleteRecordsBefore(topicName string, partition int32, offset int64) error {
+	if err := b.writable(); err != nil {
+		return err
+	}
+	p, err := b.lookup(topicName, partition)
+	if err != nil {
+		return err
+	}
+	return p.deleteRecordsBefore(offset)
+}
+
+// EnforceRetention applies every partition's retention now (the Broker
+// also does so every Options.RetentionCheckInterval) and returns how many
+// segments were deleted.
+func (b *Broker) EnforceRetention() (int, error) {
+	if err := b.writable(); err != nil {
+		return 0, err
+	}
+	now := b.opts.Now()
+	total := 0
+	var errs []error
+	for _, p := range b.allPartitions() {
+		n, err := p.enforceRetention(now)
+		total += n
+		if err != nil && !errors.Is(err, log.ErrClosed) {
+			errs = append(errs, fmt.Errorf("folio: retention of %s-%d: %w", p.topic, p.index, err))
+		}
+	}
+	return total, errors.Join(errs...)
+}
