@@ -143,3 +143,19 @@ func decodeView(v *readpath.View, from int64) (next int64, out []rec, err error)
 func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)) }
 
 const childEnv = "FOLIO_LOG_CRASH_CHILD"
+
+// kill drops a log after a simulated power cut, the way the dead process
+// would: it stops the background goroutine (if any) and touches no file or
+// mapping of the old log again (a power cut may have shortened files that
+// are still mapped).
+func (l *Log) kill() {
+	l.appendMu.Lock()
+	already := l.closing
+	l.closing = true
+	l.appendMu.Unlock()
+	if !already {
+		close(l.quit)
+		l.wg.Wait()
+	}
+	l.closed.Store(true)
+}

@@ -3,6 +3,7 @@ package log
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/foliolog/folio/segment"
@@ -16,7 +17,7 @@ import (
 //   - start offset: the next segment starts at or below the log start offset.
 //
 // The walk stops at the first segment no rule deletes, and never deletes the
-// active segment (nor one still being sealed). The log start offset moves
+// active segment. The log start offset moves
 // to the first remaining segment in the same step that hides the deleted
 // ones from readers; a reader holding a view of a deleted segment keeps
 // reading it until it releases the view. The Log runs this every
@@ -69,10 +70,7 @@ func (l *Log) deleteOldLocked(now time.Time, byRules bool) (int, error) {
 		return 0, ErrClosed
 	}
 	sn := l.snap.Load()
-	busy := map[*segEntry]bool{l.active: true}
-	for _, e := range l.pending {
-		busy[e] = true
-	}
+	active := l.active
 	l.appendMu.Unlock()
 
 	var all []*segEntry
@@ -92,7 +90,7 @@ func (l *Log) deleteOldLocked(now time.Time, byRules bool) (int, error) {
 	}
 	var victims []*segEntry
 	for i, e := range all {
-		if busy[e] || i+1 >= len(all) {
+		if e == active || i+1 >= len(all) {
 			break
 		}
 		del := all[i+1].base <= sn.start
@@ -124,19 +122,24 @@ func (l *Log) deleteOldLocked(now time.Time, byRules bool) (int, error) {
 		return 0, err
 	}
 
+	// syncMu keeps a seal from running on a victim that was rolled past
+	// but not sealed yet: it leaves the pending list here.
+	l.syncMu.Lock()
 	l.appendMu.Lock()
 	removed := victims[:0]
 	for _, e := range victims {
 		if got, ok := l.tree.Get(e); !ok || got != e || e == l.active {
-			break // truncated or closed meanwhile: keep the prefix that is left
+			break // truncated meanwhile: keep the prefix that is left
 		}
 		l.tree.Delete(e)
 		removed = append(removed, e)
 	}
+	l.pending = slices.DeleteFunc(l.pending, func(e *segEntry) bool { return slices.Contains(removed, e) })
 	first, _ := l.tree.Min()
 	start := max(l.snap.Load().start, first.base)
 	l.publishLocked(start)
 	l.appendMu.Unlock()
+	l.syncMu.Unlock()
 
 	var errs []error
 	for _, e := range removed {
