@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -188,6 +189,12 @@ func (c *core) name() string {
 	return c.path
 }
 
+// faultsCaught counts memory faults turned into errors, process-wide. The
+// tests check it stays zero where the swap protocol should make faults
+// impossible (a lookup hiding a fault would otherwise look like an empty
+// index).
+var faultsCaught atomic.Int64
+
 // endFaultGuard is deferred right after debug.SetPanicOnFault(true) around
 // code that touches m's memory. A fault inside m (the file was shrunk by
 // someone else, or the disk returned an I/O error for a mapped page)
@@ -202,6 +209,7 @@ func (c *core) endFaultGuard(old bool, m *mapping, err *error) {
 	if f, ok := r.(interface{ Addr() uintptr }); ok && m.data != nil {
 		start := uintptr(unsafe.Pointer(unsafe.SliceData(m.data)))
 		if a := f.Addr(); a >= start && a < start+uintptr(len(m.data)) {
+			faultsCaught.Add(1)
 			*err = fmt.Errorf("%w: %s: memory fault at byte %d of the mapping (file shrunk underneath, or I/O error)", ErrCorrupt, c.name(), a-start)
 			return
 		}

@@ -25,6 +25,12 @@ func newRand(t testing.TB) *rand.Rand {
 		seed = uint64(time.Now().UnixNano())
 	}
 	t.Logf("seed %d (replay with -index.seed=%d)", seed, seed)
+	return newRandFrom(seed)
+}
+
+// newRandFrom derives a generator (for example one per goroutine) from a
+// seed drawn from a logged one.
+func newRandFrom(seed uint64) *rand.Rand {
 	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 }
 

@@ -36,11 +36,19 @@ type mapping struct {
 	// whole entries.
 	n atomic.Int64
 
-	readers   atomic.Int64
-	retired   atomic.Bool
+	// pins counts the readers holding the mapping in its low bits and has
+	// retiredFlag set once the mapping is replaced. One word for both makes
+	// "retired and no readers" a single observable value: with two separate
+	// atomics, a reader whose release hit zero could read the flag only
+	// later, after another reader had pinned the mapping and the writer had
+	// retired it, and would then wake the writer too early.
+	pins      atomic.Int64
 	drained   chan struct{}
 	drainOnce sync.Once
 }
+
+// retiredFlag marks a mapping in pins once it has been replaced.
+const retiredFlag = 1 << 62
 
 func newMapping(data mmap.MMap, writable bool, capacity, n int64) *mapping {
 	m := &mapping{data: data, own: data != nil, writable: writable, capacity: capacity, drained: make(chan struct{})}
@@ -48,20 +56,21 @@ func newMapping(data mmap.MMap, writable bool, capacity, n int64) *mapping {
 	return m
 }
 
-// release ends a read. The last reader of a retired mapping wakes drain.
+// release ends a read. The release that leaves a retired mapping without
+// readers wakes drain. (A reader that pins a retired mapping only to find it
+// replaced, in acquire, may reach that value again; the Once absorbs it.)
 func (m *mapping) release() {
-	if m.readers.Add(-1) == 0 && m.retired.Load() {
+	if m.pins.Add(-1) == retiredFlag {
 		m.drainOnce.Do(func() { close(m.drained) })
 	}
 }
 
-// drain waits until no reader holds m. It must be called after m has been
-// replaced as the current mapping: from then on acquire never hands m out
-// (a reader that raced to pin it sees the swap and lets go), so the count
-// only falls.
+// drain marks m retired and waits until no reader holds it. It must be
+// called after m has been replaced as the current mapping: from then on
+// acquire never hands m out (a reader that raced to pin it sees the swap
+// and lets go), so the reader count only falls.
 func (m *mapping) drain() {
-	m.retired.Store(true)
-	if m.readers.Load() == 0 {
+	if m.pins.Add(retiredFlag) == retiredFlag {
 		return
 	}
 	<-m.drained
@@ -87,7 +96,7 @@ type pinned struct {
 func (p *pinned) acquire() *mapping {
 	for {
 		m := p.cur.Load()
-		m.readers.Add(1)
+		m.pins.Add(1)
 		if p.cur.Load() == m {
 			return m
 		}
