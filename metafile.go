@@ -75,7 +75,9 @@ func decodeMeta(name, magic string, data []byte) (uint16, []byte, error) {
 func writeMetaFile(fsys vfs.FS, dir, name string, data []byte) error {
 	final := filepath.Join(dir, name)
 	tmp := final + tmpSuffix
-	f, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	// O_RDWR, not O_WRONLY: vfs.FaultFS reads the file back through the
+	// handle at Sync to record what is durable.
+	f, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644)
 	if err != nil {
 		return fmt.Errorf("folio: writing %s: %w", tmp, err)
 	}
