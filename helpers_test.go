@@ -128,13 +128,15 @@ func pollN(t testing.TB, c *Consumer, n int) []Record {
 	return out
 }
 
-// kill abandons b the way a crash of the process would: fs.Crash kills
-// every open handle so nothing more reaches the disk, then the Broker's
-// goroutines and logs stop without a checkpoint or marker, and the lock is
-// released for the next Open.
+// kill abandons b the way a crash of the process would: fs.Crash (if fs
+// is not nil) kills every open handle so nothing more reaches the disk,
+// then the Broker's goroutines and logs stop without a checkpoint or
+// marker, and the lock is released for the next Open.
 func kill(t testing.TB, b *Broker, fs *vfs.FaultFS) {
 	t.Helper()
-	fs.Crash()
+	if fs != nil {
+		fs.Crash()
+	}
 	b.closed.Store(true)
 	b.clientsMu.Lock()
 	var ps []*Producer
