@@ -148,8 +148,9 @@ func writeChart(path string, r *report) error {
 	}
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	p.Y.Min = 0
+	p.Y.Tick.Marker = wholeTicks{}
 	if ymax > 0 {
-		p.Y.Max = ymax * 1.25 // room for the legend above the lines
+		p.Y.Max = ymax * 1.5 // room for the legend above the lines
 	}
 	if err := p.Save(8*vg.Inch, 5*vg.Inch, path); err != nil {
 		return fmt.Errorf("bench: write chart %s: %w", path, err)
@@ -181,4 +182,18 @@ func chartDashes(label string) []vg.Length {
 		return []vg.Length{vg.Points(6), vg.Points(3)}
 	}
 	return nil
+}
+
+// wholeTicks are gonum's default ticks labelled without decimals: MB/s
+// figures are not precise to a hundredth.
+type wholeTicks struct{}
+
+func (wholeTicks) Ticks(min, max float64) []plot.Tick {
+	ticks := plot.DefaultTicks{}.Ticks(min, max)
+	for i := range ticks {
+		if ticks[i].Label != "" {
+			ticks[i].Label = strconv.FormatFloat(ticks[i].Value, 'f', 0, 64)
+		}
+	}
+	return ticks
 }

@@ -18,7 +18,7 @@ const (
 	suitePartitions = "partitions"
 )
 
-var allSuites = []string{suiteReadPaths}
+var allSuites = []string{suiteReadPaths, suiteAppend, suiteLatency, suiteRecovery, suitePartitions}
 
 // Modes. The default mode is the documented subset of the full matrix that
 // finishes in under three minutes on a 2-core machine.

@@ -23,6 +23,9 @@ func TestParseFlags(t *testing.T) {
 		{args: []string{"-full", "-runs", "3"}, mode: modeFull, runs: 3, suites: allSuites},
 		{args: []string{"-suite", " read-paths ,read-paths"}, mode: modeDefault, runs: 5, suites: []string{suiteReadPaths}},
 		{args: []string{"-suite", "all"}, mode: modeDefault, runs: 5, suites: allSuites},
+		// Run order is fixed whatever order -suite lists them in.
+		{args: []string{"-suite", "partitions,append,read-paths"}, mode: modeDefault, runs: 5, suites: []string{suiteReadPaths, suiteAppend, suitePartitions}},
+		{args: []string{"-suite", "append", "-svg", "x.svg"}, wantErr: "-svg charts the read-paths suite"},
 		{args: []string{"-quick", "-full"}, wantErr: "-quick and -full"},
 		{args: []string{"-suite", "nope"}, wantErr: `-suite: unknown suite "nope"`},
 		{args: []string{"-suite", ","}, wantErr: "-suite selects no suite"},

@@ -159,6 +159,9 @@ func checkFetchPlan(ds *dataset, plan []fetch, maxBytes int) error {
 	return nil
 }
 
+// newRand is a deterministic generator for payloads.
+func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, dataSeed)) }
+
 func fillRandom(rng *rand.Rand, b []byte) {
 	for len(b) >= 8 {
 		binary.LittleEndian.PutUint64(b, rng.Uint64())
