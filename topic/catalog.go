@@ -124,8 +124,8 @@ func OpenCatalog(dir string, opts *Options) (*Catalog, error) {
 		o.Now = time.Now
 	}
 	c := &Catalog{fs: o.FS, dir: dir, idBlock: o.ProducerIDBlock, now: o.Now}
-	if err := c.fs.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("topic: creating data directory %s: %w", dir, err)
+	if err := c.ensureDir(); err != nil {
+		return nil, err
 	}
 	data, err := c.readCatalog()
 	switch {
@@ -152,6 +152,38 @@ func OpenCatalog(dir string, opts *Options) (*Catalog, error) {
 }
 
 func (c *Catalog) path(name string) string { return filepath.Join(c.dir, name) }
+
+// ensureDir creates the data directory if it is missing, durably: a topic
+// whose creation returned must not vanish with a directory entry that was
+// never synced.
+func (c *Catalog) ensureDir() error {
+	var missing []string // from c.dir up to the first that exists
+	for d := filepath.Clean(c.dir); ; d = filepath.Dir(d) {
+		_, err := c.fs.Stat(d)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("topic: data directory %s: %w", d, err)
+		}
+		missing = append(missing, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if err := c.fs.MkdirAll(c.dir, 0o755); err != nil {
+		return fmt.Errorf("topic: creating data directory %s: %w", c.dir, err)
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := c.fs.SyncDir(filepath.Dir(missing[i])); err != nil {
+			return fmt.Errorf("topic: syncing the parent of %s: %w", missing[i], err)
+		}
+	}
+	return nil
+}
 
 func (c *Catalog) readCatalog() ([]byte, error) {
 	p := c.path(CatalogFile)
@@ -207,8 +239,8 @@ func (c *Catalog) repair() error {
 		name := e.Name()
 		switch {
 		case name == catalogTmp:
-			if err := c.fs.Remove(c.path(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("topic: removing %s: %w", c.path(name), err)
+			if err := removeAll(c.fs, c.path(name)); err != nil {
+				return err
 			}
 			c.recovery.RemovedTemp, changed = true, true
 		case !e.IsDir():

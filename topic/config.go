@@ -232,7 +232,7 @@ func (c *Config) Set(key, value string) error {
 		var b int64
 		b, err = ParseBytes(value)
 		if err == nil && b > math.MaxInt32 {
-			err = fmt.Errorf("%w: %d bytes is above %d", ErrInvalidConfig, b, math.MaxInt32)
+			err = fmt.Errorf("%d bytes is above %d", b, math.MaxInt32)
 		}
 		n.MaxMessageBytes = int32(b)
 	case KeyCompression:

@@ -1,6 +1,7 @@
 package topic
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -19,7 +20,7 @@ func Murmur2(data []byte) int32 {
 	)
 	h := murmur2Seed ^ uint32(len(data))
 	for len(data) >= 4 {
-		k := uint32(data[0]) | uint32(data[1])<<8 | uint32(data[2])<<16 | uint32(data[3])<<24
+		k := binary.LittleEndian.Uint32(data)
 		k *= m
 		k ^= k >> shift
 		k *= m

@@ -707,25 +707,34 @@ func FuzzLoadSnapshot(f *testing.F) {
 		_ = s.Update(b, next, next)
 		next++
 	}
-	f.Add(s.MarshalSnapshot(next))
+	full := s.MarshalSnapshot(next)
+	f.Add(full)
+	f.Add(full[:len(full)-snapshotCRCSize])
 	f.Add([]byte("FPSS"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, _ := NewProducerState(nil)
-		end, err := s.LoadSnapshot(data)
-		if err != nil {
-			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrUnsupportedVersion) {
-				t.Fatalf("untyped error %v", err)
-			}
-			return
-		}
-		if got := s.MarshalSnapshot(end); !bytes.Equal(got, data) {
-			t.Fatalf("re-encoded snapshot differs")
-		}
-		// The loaded state is usable.
-		for _, p := range s.Producers() {
-			_, _ = s.Check(hdr{pid: p.ID, epoch: p.Epoch, seq: int32((int64(p.LastSeq()) + 1) % seqSpace), count: 1}.batch())
-		}
+		fuzzSnapshot(t, data)
+		// Also with a valid checksum appended, so mutations reach the
+		// field checks behind it.
+		fuzzSnapshot(t, binary.BigEndian.AppendUint32(bytes.Clone(data), crcOf(data)))
 	})
+}
+
+func fuzzSnapshot(t *testing.T, data []byte) {
+	s, _ := NewProducerState(nil)
+	end, err := s.LoadSnapshot(data)
+	if err != nil {
+		if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrUnsupportedVersion) {
+			t.Fatalf("untyped error %v", err)
+		}
+		return
+	}
+	if got := s.MarshalSnapshot(end); !bytes.Equal(got, data) {
+		t.Fatalf("re-encoded snapshot differs")
+	}
+	// The loaded state is usable.
+	for _, p := range s.Producers() {
+		_, _ = s.Check(hdr{pid: p.ID, epoch: p.Epoch, seq: int32((int64(p.LastSeq()) + 1) % seqSpace), count: 1}.batch())
+	}
 }
 
 func crcOf(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
