@@ -297,7 +297,7 @@ func (c *core) flushRange(m *mapping) []byte {
 	return m.data[:end]
 }
 
-// Seal trims the file to its entries, makes them durable and remaps them
+// seal trims the file to its entries, makes them durable and remaps them
 // read-only; see OffsetIndex.Seal.
 func (c *core) seal() error {
 	c.writeMu.Lock()
@@ -499,9 +499,7 @@ func (c *core) close() error {
 			errs = append(errs, fmt.Errorf("index: %s: msync: %w", c.path, err))
 		}
 	}
-	sentinel := newMapping(nil, false, 0, 0)
-	sentinel.closed = true
-	old := c.swap(sentinel)
+	old := c.swap(newMapping(nil, false, 0, 0)) // later lookups: no entries
 	errs = append(errs, old.unmap())
 
 	c.fileMu.Lock()

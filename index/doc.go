@@ -51,9 +51,12 @@
 // below the base, first and last entries in order) and returns an error
 // wrapping ErrCorrupt if it fails. Because disk is allocated in whole
 // entries and dropped entries are zeroed, a crash leaves at worst a zeroed
-// tail, whose last entry fails the ordering check. Entries appended since
-// the last Sync or Seal may be lost in a power cut; the segment's recovery
-// rebuilds the indexes of every segment it scans.
+// tail, whose last entry fails the ordering check. The check is cheap, not
+// proof: after a power cut, pages written through the mapping since the
+// last Sync or Seal may have reached the disk in any order, leaving holes
+// it cannot see. So, as in Kafka, recovery rebuilds the indexes of every
+// segment it scans (those not known to be flushed), and trusts the check
+// only for sealed, synced ones.
 //
 // # Caveats
 //

@@ -17,7 +17,7 @@ import (
 type mapping struct {
 	// data is the mapping as mmap-go returned it (Unmap needs the original
 	// slice), or nil when there is nothing mapped: an empty sealed index, or
-	// the sentinel published by Close.
+	// the empty mapping Close publishes so that later lookups see no entries.
 	data mmap.MMap
 	// own says whether unmapping data is this mapping's job. TruncateTo on a
 	// writable index republishes the same memory under a new count; only the
@@ -25,9 +25,6 @@ type mapping struct {
 	own bool
 	// writable: the memory is mapped read-write and Append may write to it.
 	writable bool
-	// closed marks the sentinel Close publishes; lookups on it answer "no
-	// entries".
-	closed bool
 	// capacity is how many entries fit in data.
 	capacity int64
 

@@ -427,3 +427,23 @@ func TestOffsetRename(t *testing.T) {
 		t.Fatalf("failed Rename changed Path to %s", x.Path())
 	}
 }
+
+// An empty index seals to an empty file with nothing mapped, and comes back.
+func TestOffsetSealEmpty(t *testing.T) {
+	path := tempPath(t, "e.index")
+	x := openOffset(t, path, 40, true, nil)
+	defer func() { mustNil(t, "Close", x.Close()) }()
+	mustNil(t, "Seal", x.Seal())
+	if st, err := os.Stat(path); err != nil || st.Size() != 0 {
+		t.Fatalf("sealed empty file: %v %v", st, err)
+	}
+	if x.Lookup(100) != (OffsetEntry{Offset: 40}) || x.MaxEntries() != 0 || !x.Full() {
+		t.Fatalf("sealed empty: Lookup %+v MaxEntries %d Full %v", x.Lookup(100), x.MaxEntries(), x.Full())
+	}
+	mustNil(t, "Reset sealed empty", x.Reset())
+	mustNil(t, "Reactivate", x.Reactivate())
+	mustNil(t, "Append", x.Append(41, 0))
+	if got := x.Lookup(100); got != (OffsetEntry{41, 0}) {
+		t.Fatalf("Lookup = %+v", got)
+	}
+}
