@@ -4,7 +4,12 @@ import (
 	"flag"
 	"math/rand/v2"
 	"testing"
+
+	"go.uber.org/goleak"
 )
+
+// TestMain fails the run if a test leaves a goroutine behind.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var seedFlag = flag.Uint64("seed", 0, "seed for the randomized tests (0: a random one); each test logs the seed it used")
 
