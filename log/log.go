@@ -309,12 +309,13 @@ func (l *Log) Close() error {
 	l.syncMu.Lock()
 	var errs []error
 	if l.failure.Load() == nil {
+		// An active segment never written to since Open is still sealed.
 		if err := l.flushLocked(true); err != nil {
 			errs = append(errs, err)
-		} else if !l.activated {
-			// Never written to since Open: nothing to seal.
-		} else if err := l.active.seg.Seal(); err != nil {
-			errs = append(errs, l.fail(fmt.Errorf("log: seal %s: %w", l.active.seg, err)))
+		} else if l.activated {
+			if err := l.active.seg.Seal(); err != nil {
+				errs = append(errs, l.fail(fmt.Errorf("log: seal %s: %w", l.active.seg, err)))
+			}
 		}
 	}
 	l.closed.Store(true)

@@ -1,0 +1,119 @@
+// Package log is one partition's log: an ordered set of segments (package
+// segment) in one directory, in Kafka's format and with Kafka's rules for
+// rolling, retention, recovery and truncation, plus an explicit durability
+// promise for every acknowledgement.
+//
+// # Model
+//
+// A Log holds its segments in a btree (github.com/google/btree) keyed by
+// base offset. The last segment is active: Append assigns offsets, stamps
+// the partition leader epoch (and, for log-append-time topics, the
+// timestamp) and writes batches to it. It rolls to a new segment when a
+// batch would take it past SegmentBytes, when it is older than SegmentAge,
+// when an index is full, or when an offset would not fit the segment's
+// 4-byte relative offsets. The segment rolled past is sealed (final time
+// index entry, fsync, indexes trimmed) by a group commit or by the log's
+// background goroutine, never by the appender that rolled.
+//
+// Readers work on an immutable snapshot: a copy-on-write clone of the btree
+// and the log start offset, published atomically by each roll, deletion and
+// truncation. Read, OffsetForTime and Wait take no lock the appender holds.
+//
+// Four offsets describe a log:
+//   - log start offset: the first offset served; retention and
+//     DeleteRecordsBefore move it up;
+//   - log end offset: the offset the next record gets;
+//   - durable end offset (the recovery point): every record below it is
+//     fsynced;
+//   - high watermark: readers see only records below it. On one node it is
+//     the durable end under FlushSync and the log end under the other
+//     policies. With Options.ExternalHighWatermark replication sets it
+//     (SetHighWatermark), capped by the same limit.
+//
+// # Durability: what an acknowledgement means
+//
+// Append returns only after its bytes are written to the file (the page
+// cache), under every policy, so an acknowledged record always survives a
+// crash of the process. On power loss or a kernel crash:
+//   - FlushSync (the default): Append returns after an fsync covers the
+//     records. Nothing acknowledged is lost. Concurrent appenders share
+//     fsyncs (group commit: one flush in flight, and the next one covers
+//     everyone who wrote meanwhile); no fsync runs under the append lock.
+//   - FlushEveryN(n): the append that leaves n or more records unsynced
+//     waits for an fsync. With one appender fewer than n acknowledged
+//     records can be lost; concurrent appenders add the records of the
+//     appends in flight.
+//   - FlushInterval(d): an fsync runs at most d after the first unsynced
+//     append; records acknowledged in the last d (plus one fsync) can be
+//     lost.
+//   - FlushNone: no fsync on the append path, as in Kafka; a segment is
+//     fsynced when sealed and at Close. Anything since the last seal can be
+//     lost.
+//
+// What a consumer may see that a power cut takes back: under FlushSync
+// nothing, since the high watermark is the durable end. Under the other
+// policies the high watermark is the log end, so a consumer can read, and
+// act on, records that a power cut then removes; after the restart the log
+// ends earlier and those offsets are given to new records. A consumer that
+// must not see such records uses FlushSync, or (with replication) a high
+// watermark that only counts replicated records.
+//
+// Failures are fail-stop: a failed write or fsync (EIO, ENOSPC, a torn
+// write) puts the log in a failed state. Appends and Sync then return an
+// error wrapping ErrFailed and the cause; no fsync is retried blindly;
+// reads of what was visible go on. Close and Open again: recovery cuts
+// whatever the failure left half-written.
+//
+// # Recovery
+//
+// Open takes the State the owner checkpointed (Checkpoint: recovery point,
+// log start offset, high watermark) and whether the last shutdown was clean.
+// After a clean one it costs O(1) per segment: a sealed segment opens no
+// file and maps nothing until first read, and only the last segment is
+// loaded; nothing on disk changes until the first write. After an unclean
+// one the segments from the one holding the recovery point onwards are
+// scanned batch by batch and cut at the first bad batch; a cut, or a gap in
+// the offsets after a scanned segment, removes every later segment, so the
+// log reopens to a valid prefix and offsets continue from its end. Files a
+// crash left behind are resolved first, by Kafka's rules (.deleted and
+// .cleaned removed, a complete .swap takes the place of the segments it
+// covers, index files without a .log removed). Options.BeforeFirstWrite
+// runs exactly once, before the first change to the directory after Open,
+// which is where the owner removes its clean-shutdown marker.
+//
+// # Retention and truncation
+//
+// EnforceRetention (and the background schedule, every
+// RetentionCheckInterval) deletes the oldest segments by age (largest
+// record timestamp), by size and by log start offset, never the active
+// one; the log start offset moves in the same snapshot that hides them.
+// DeleteRecordsBefore moves the log start offset (Kafka's DeleteRecords).
+// TruncateTo removes everything at and after an offset, reactivating a
+// sealed segment if needed; no file is truncated while a view of it may be
+// read.
+//
+// # Resources
+//
+// A ResourceCaps, shared by all logs of a process, bounds how many sealed
+// segments hold descriptors and mappings; the least recently used idle ones
+// are closed again. Active segments always hold theirs.
+//
+// # Caveats
+//
+//   - Append rewrites the caller's batches in place (base offset, leader
+//     epoch, and for log-append time the timestamps and CRC).
+//   - A view returned by Read aliases a mapping (mmap read path) or a pooled
+//     buffer; its bytes are valid until Release. Touch mapped bytes inside
+//     readpath.Guard if the file could be cut by something outside Folio.
+//   - The first batch of a Read can start before the requested offset, and
+//     a high watermark set inside a batch is rounded down to its start:
+//     readers never see part of a batch.
+//   - Recovery treats a gap between two scanned segments as loss. Segments
+//     whose offsets legitimately skip (a future compactor's output) must
+//     therefore be below the recovery point, that is, fsynced, before a
+//     crash.
+//   - A segment's age for rolling counts from when this Log created or
+//     reopened it, not from its first record's timestamp.
+//   - Damaged index files are rebuilt from the .log when a segment is
+//     loaded, even before BeforeFirstWrite: they are derived data.
+package log
