@@ -404,10 +404,22 @@ func checkAgainst(t testing.TB, s *Segment, m *model) {
 	}
 }
 
-// segDir returns a fresh directory for a test's segments.
+// segDir returns a fresh directory for a test's segments. It prefers a
+// memory file system (/dev/shm) when there is one: the crash tests create
+// thousands of files, and on a busy disk each create costs milliseconds.
 func segDir(t testing.TB) string {
 	t.Helper()
-	d := filepath.Join(t.TempDir(), "topic-0")
+	parent := ""
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		parent = "/dev/shm"
+	}
+	d, err := os.MkdirTemp(parent, "segment-test-")
+	if err != nil {
+		d = t.TempDir()
+	} else {
+		t.Cleanup(func() { os.RemoveAll(d) })
+	}
+	d = filepath.Join(d, "topic-0")
 	if err := os.MkdirAll(d, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -417,7 +429,7 @@ func segDir(t testing.TB) string {
 // mustCreate creates a segment and registers its Close.
 func mustCreate(t testing.TB, dir string, base int64, opts *Options) *Segment {
 	t.Helper()
-	s, err := Create(vfs.Default, dir, base, opts)
+	s, err := Create(testFS, dir, base, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -427,7 +439,7 @@ func mustCreate(t testing.TB, dir string, base int64, opts *Options) *Segment {
 
 func mustOpen(t testing.TB, dir string, base int64, opts *Options) *Segment {
 	t.Helper()
-	s, err := Open(vfs.Default, dir, base, opts)
+	s, err := Open(testFS, dir, base, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -450,3 +462,24 @@ func fill(t testing.TB, s *Segment, m *model, g *gen, n int) {
 		m.add(b)
 	}
 }
+
+// fastFS is the OS file system with fsync turned off, for tests of logic
+// rather than durability (those use vfs.FaultFS): a fsync costs
+// milliseconds on a shared test disk and recovery tests do thousands.
+type fastFS struct{ vfs.OSFS }
+
+func (fastFS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
+	f, err := vfs.OSFS{}.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return fastFile{f}, nil
+}
+
+func (fastFS) SyncDir(string) error { return nil }
+
+type fastFile struct{ vfs.File }
+
+func (fastFile) Sync() error { return nil }
+
+var testFS vfs.FS = fastFS{}

@@ -288,7 +288,7 @@ func (s *Segment) loadLocked() error {
 	if err := s.openSource(f, false); err != nil {
 		return err
 	}
-	size, err := s.fileSize(f.read)
+	size, err := s.fileSize(f.scanFile())
 	if err != nil {
 		return errors.Join(err, s.closeFiles(f))
 	}
