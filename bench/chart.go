@@ -23,13 +23,26 @@ type chartPoint struct {
 	Med, Min, Max float64 // MB/s
 }
 
+// Chart defaults: Kafka's producer batch.size and consumer
+// max.partition.fetch.bytes, the sizes the chart holds fixed when the run
+// measured them.
+const (
+	chartBatch = "16 KiB"
+	chartFetch = "1 MiB"
+)
+
 // chartData picks from the read-paths tables the rows the chart compares:
-// warm cache, one consumer, and the first batch and fetch size measured
-// (the defaults, 16 KiB and 1 MiB, unless -full). Holding those fixed
+// warm cache, one consumer, and one batch and fetch size (chartBatch and
+// chartFetch when measured, else the first measured). Holding those fixed
 // leaves record size as the only variable along the x axis.
 func chartData(r *report) (series []chartSeries, caption string, err error) {
-	var batch, fetchSize string
-	byLabel := map[string]*chartSeries{}
+	type row struct {
+		where string
+		pv    map[string]string
+		st    summary
+	}
+	var rows []row
+	batch, fetchSize := "", ""
 	for _, t := range r.Tables {
 		if t.Suite != suiteReadPaths {
 			continue
@@ -38,34 +51,38 @@ func chartData(r *report) (series []chartSeries, caption string, err error) {
 		if strings.Contains(t.Title, "TCP") {
 			where = "TCP"
 		}
-		for _, row := range t.Rows {
+		for _, rr := range t.Rows {
 			pv := map[string]string{}
-			for _, p := range row.Params {
+			for _, p := range rr.Params {
 				pv[p.Name] = p.Value
 			}
-			if pv["consumers"] != "1" || !strings.HasPrefix(row.Cache, "warm,") {
+			if pv["consumers"] != "1" || !strings.HasPrefix(rr.Cache, "warm,") || len(rr.Figures) == 0 {
 				continue
 			}
-			if batch == "" {
+			if batch == "" || (pv["batch"] == chartBatch && pv["fetch"] == chartFetch) {
 				batch, fetchSize = pv["batch"], pv["fetch"]
 			}
-			if pv["batch"] != batch || pv["fetch"] != fetchSize {
-				continue
-			}
-			rec, err := parseSize(pv["record"])
-			if err != nil {
-				return nil, "", err
-			}
-			label := where + " " + pv["path"]
-			s := byLabel[label]
-			if s == nil {
-				s = &chartSeries{Label: label}
-				byLabel[label] = s
-				series = append(series, chartSeries{Label: label})
-			}
-			st := row.Figures[0].Stats // throughput is every read table's first column
-			s.Points = append(s.Points, chartPoint{Record: float64(rec), Med: st.Median, Min: st.Min, Max: st.Max})
+			// Throughput is every read table's first column.
+			rows = append(rows, row{where, pv, rr.Figures[0].Stats})
 		}
+	}
+	byLabel := map[string]*chartSeries{}
+	for _, rw := range rows {
+		if rw.pv["batch"] != batch || rw.pv["fetch"] != fetchSize {
+			continue
+		}
+		rec, err := parseSize(rw.pv["record"])
+		if err != nil {
+			return nil, "", err
+		}
+		label := rw.where + " " + rw.pv["path"]
+		s := byLabel[label]
+		if s == nil {
+			s = &chartSeries{Label: label}
+			byLabel[label] = s
+			series = append(series, chartSeries{Label: label})
+		}
+		s.Points = append(s.Points, chartPoint{Record: float64(rec), Med: rw.st.Median, Min: rw.st.Min, Max: rw.st.Max})
 	}
 	if len(series) == 0 {
 		return nil, "", fmt.Errorf("%w: no warm single-consumer read-paths rows to chart", ErrReport)

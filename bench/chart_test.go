@@ -26,6 +26,11 @@ func readPathsReport(t *testing.T) *report {
 		add(in, "mmap view", rec, "1", "cold, 0% resident", 99999)   // filtered: cold
 		add(tcp, "sendfile", rec, "1", "warm, 100% resident", v/2)
 	}
+	// A 64 KiB fetch row measured first must not displace the 1 MiB ones.
+	if err := in.add([]string{"mmap view", "100 B", "16 KiB", "64 KiB", "1"}, "warm, 100% resident", [][]float64{{99999}, {1}}); err != nil {
+		t.Fatal(err)
+	}
+	in.Rows = append(in.Rows[len(in.Rows)-1:], in.Rows[:len(in.Rows)-1]...)
 	return &report{Machine: machine{CPU: "cpu", Kernel: "k", Filesystem: "ext4"}, Tables: []*table{in, tcp}}
 }
 

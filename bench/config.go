@@ -71,7 +71,7 @@ func parseFlags(args []string, w io.Writer) (*config, error) {
 	full := fs.Bool("full", false, "run the whole matrix (long: tens of minutes)")
 	suites := fs.String("suite", "", "comma-separated suites to run: "+strings.Join(allSuites, ", ")+" (default all)")
 	runs := fs.Int("runs", 0, "runs per figure (default 5; 1 with -quick; 7 with -full)")
-	scale := fs.Float64("scale", 1, "multiply every data size by this factor")
+	scale := fs.Float64("scale", 1, "multiply every data size by this factor (below 1, also fewer partitions)")
 	jsonPath := fs.String("json", "", "write every figure, with all runs, to this JSON `file`")
 	svgPath := fs.String("svg", "", "write the mmap-versus-sendfile chart to this SVG `file` (needs read-paths)")
 	dir := fs.String("dir", "", "data `directory` (default: a temporary directory, removed after)")

@@ -51,6 +51,7 @@ func readPathsPlanFor(cfg *config) readPathsPlan {
 		p.Consumers = uniqueSorted([]int{1, procs, 4 * procs})
 	default:
 		p.DataBytes = cfg.scaled(64<<20, 64<<10)
+		p.FetchBytes = []int{64 << 10, 1 << 20}
 		p.Consumers = []int{1, 4}
 	}
 	return p
