@@ -46,7 +46,8 @@
 // metadata in order. One consequence: a file renamed from directory a to b
 // with only b synced is durable under both names, and a cut leaves two
 // independent copies; a directory in that situation keeps the first name in
-// path order. Code that survives this model survives a real file system.
+// path order. Being weaker is the point: code that survives the model does
+// not lean on a journal's ordering that another file system may not give.
 //
 // FaultFS never fsyncs the real disk: the durability it reports is the
 // model's, and real fsyncs would cost milliseconds each on a busy disk.
