@@ -185,7 +185,15 @@ func (fs *FaultFS) OpenFile(name string, flag int, perm os.FileMode) (File, erro
 			return nil, err
 		}
 	}
-	f, err := os.OpenFile(abs, flag, perm)
+	// Sync snapshots the file through its own descriptor, so a write-only
+	// handle is opened read-write underneath; Read and ReadAt still refuse
+	// it, as the OS would.
+	writeOnly := flag&(os.O_WRONLY|os.O_RDWR) == os.O_WRONLY
+	realFlag := flag
+	if writeOnly {
+		realFlag = flag&^os.O_WRONLY | os.O_RDWR
+	}
+	f, err := os.OpenFile(abs, realFlag, perm)
 	if err != nil {
 		return nil, mapNoSpace(err)
 	}
@@ -193,7 +201,7 @@ func (fs *FaultFS) OpenFile(name string, flag int, perm os.FileMode) (File, erro
 		ino = fs.newInodeLocked(abs, false, perm)
 		ino.captured = true // durable content of a new file: empty
 	}
-	h := &faultFile{fs: fs, f: f, ino: ino, name: name, abs: abs, gen: fs.gen.Load()}
+	h := &faultFile{fs: fs, f: f, ino: ino, name: name, abs: abs, gen: fs.gen.Load(), writeOnly: writeOnly}
 	fs.handles[h] = struct{}{}
 	return h, nil
 }

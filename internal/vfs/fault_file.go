@@ -3,6 +3,7 @@ package vfs
 import (
 	"errors"
 	"os"
+	"syscall"
 )
 
 // faultFile is a File of a FaultFS: the real *os.File plus the identity of
@@ -14,6 +15,9 @@ type faultFile struct {
 	name string // as given to OpenFile, for Name
 	abs  string // absolute form of name, for ops once the file is removed
 	gen  uint64
+	// writeOnly: opened O_WRONLY by the caller (the real descriptor is
+	// O_RDWR so that Sync can read its content).
+	writeOnly bool
 }
 
 // op describes an operation on the file where it lives now.
@@ -38,6 +42,9 @@ func (h *faultFile) enterRead(opName string) error {
 }
 
 func (h *faultFile) Read(p []byte) (int, error) {
+	if h.writeOnly {
+		return 0, &os.PathError{Op: "read", Path: h.name, Err: syscall.EBADF}
+	}
 	if err := h.enterRead("read"); err != nil {
 		return 0, err
 	}
@@ -46,6 +53,9 @@ func (h *faultFile) Read(p []byte) (int, error) {
 }
 
 func (h *faultFile) ReadAt(p []byte, off int64) (int, error) {
+	if h.writeOnly {
+		return 0, &os.PathError{Op: "read", Path: h.name, Err: syscall.EBADF}
+	}
 	if err := h.enterRead("read"); err != nil {
 		return 0, err
 	}

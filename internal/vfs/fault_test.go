@@ -877,3 +877,31 @@ func TestDirectoryHandleSync(t *testing.T) {
 	powerCut(t, fs)
 	wantFile(t, name, "x")
 }
+
+// A write-only handle can be synced (the snapshot needs to read the file)
+// but still refuses reads, as the OS does.
+func TestFaultFSWriteOnlySync(t *testing.T) {
+	dir := t.TempDir()
+	fs := NewFaultFS()
+	name := filepath.Join(dir, "tmp")
+	f, err := fs.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatalf("Sync of a write-only handle: %v", err)
+	}
+	if err := fs.SyncDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := fs.Durable(name); !ok || string(got) != "hello" {
+		t.Fatalf("durable content %q, %v; want \"hello\"", got, ok)
+	}
+	if _, err := f.ReadAt(make([]byte, 1), 0); !errors.Is(err, syscall.EBADF) {
+		t.Fatalf("ReadAt on a write-only handle: %v, want EBADF", err)
+	}
+}
