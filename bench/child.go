@@ -285,9 +285,9 @@ func serveChild(addr string) error {
 		if err != nil {
 			return fmt.Errorf("%w: read command: %v", ErrChild, err)
 		}
-		var cmd childCmd
-		if err := json.Unmarshal(line, &cmd); err != nil {
-			return fmt.Errorf("%w: decode command %q: %v", ErrChild, line, err)
+		cmd, err := decodeCommand(line)
+		if err != nil {
+			return err
 		}
 		switch cmd.Op {
 		case "quit":
@@ -301,23 +301,48 @@ func serveChild(addr string) error {
 			if _, err := ctrl.Write(append(b, '\n')); err != nil {
 				return fmt.Errorf("%w: send report: %v", ErrChild, err)
 			}
-		default:
-			return fmt.Errorf("%w: unknown command %q", ErrChild, cmd.Op)
 		}
 	}
+}
+
+// Bounds of a read command: a command outside them is a bug in the parent
+// or bytes that are not from it, and must not make the child allocate.
+const (
+	maxChildConns = 4096
+	maxChildBuf   = 64 << 20
+)
+
+// decodeCommand parses and checks one control line.
+func decodeCommand(line []byte) (childCmd, error) {
+	var cmd childCmd
+	if err := json.Unmarshal(line, &cmd); err != nil {
+		return cmd, fmt.Errorf("%w: decode command %q: %v", ErrChild, line, err)
+	}
+	switch cmd.Op {
+	case "quit":
+	case "read":
+		if cmd.Conns < 1 || cmd.Conns > maxChildConns || cmd.Buf < 1 || cmd.Buf > maxChildBuf {
+			return cmd, fmt.Errorf("%w: read command with %d connections and a %d-byte buffer (limits %d, %d)",
+				ErrChild, cmd.Conns, cmd.Buf, maxChildConns, maxChildBuf)
+		}
+	default:
+		return cmd, fmt.Errorf("%w: unknown command %q", ErrChild, cmd.Op)
+	}
+	return cmd, nil
 }
 
 // drain opens cmd.Conns connections and reads each to EOF, discarding the
 // bytes, in one goroutine per connection: the consumer does nothing with
 // the bytes but receive them, so its CPU is the cost of receiving.
 func drain(addr string, cmd childCmd, bufs *[][]byte) childReport {
-	rep := childReport{Bytes: make([]int64, cmd.Conns)}
-	if cmd.Verify {
-		rep.CRC = make([]uint32, cmd.Conns)
-	}
-	if cmd.Conns < 1 || cmd.Buf < 1 {
+	var rep childReport
+	if cmd.Conns < 1 || cmd.Conns > maxChildConns || cmd.Buf < 1 || cmd.Buf > maxChildBuf {
 		rep.Err = fmt.Sprintf("bad read command: %d connections, %d-byte buffer", cmd.Conns, cmd.Buf)
 		return rep
+	}
+	rep.Bytes = make([]int64, cmd.Conns)
+	if cmd.Verify {
+		rep.CRC = make([]uint32, cmd.Conns)
 	}
 	for len(*bufs) < cmd.Conns {
 		*bufs = append(*bufs, nil)

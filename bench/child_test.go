@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"hash/crc32"
 	"math/rand/v2"
@@ -84,4 +85,60 @@ func TestChildRejectsBadCommand(t *testing.T) {
 	if rep.Err == "" {
 		t.Error("a zero-byte buffer was accepted")
 	}
+	rep = drain("127.0.0.1:1", childCmd{Op: "read", Conns: -5, Buf: 10}, &bufs)
+	if rep.Err == "" {
+		t.Error("a negative connection count was accepted")
+	}
+	for _, bad := range []string{
+		`{"op":"read","conns":0,"buf":10}`,
+		`{"op":"read","conns":-1,"buf":10}`,
+		`{"op":"read","conns":1,"buf":0}`,
+		`{"op":"read","conns":100000,"buf":10}`,
+		`{"op":"read","conns":1,"buf":1000000000}`,
+		`{"op":"explode"}`,
+		`not json`,
+	} {
+		if _, err := decodeCommand([]byte(bad)); !errors.Is(err, ErrChild) {
+			t.Errorf("decodeCommand(%s) = %v, want ErrChild", bad, err)
+		}
+	}
+	if cmd, err := decodeCommand([]byte(`{"op":"read","conns":2,"buf":65536,"verify":true}`)); err != nil || cmd.Conns != 2 || !cmd.Verify {
+		t.Errorf("a good command: %+v, %v", cmd, err)
+	}
+}
+
+// FuzzDecodeCommand: whatever arrives on the control connection, decoding
+// never panics, and an accepted command is within bounds and survives a
+// round trip through the encoder the parent uses.
+func FuzzDecodeCommand(f *testing.F) {
+	for _, s := range []string{
+		`{"op":"quit"}`,
+		`{"op":"read","conns":1,"buf":262144}`,
+		`{"op":"read","conns":4,"buf":262144,"verify":true}`,
+		`{"op":"read","conns":-1,"buf":1}`,
+		`{"op":"read","conns":1e300}`,
+		`[]`, `null`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		cmd, err := decodeCommand(line)
+		if err != nil {
+			if !errors.Is(err, ErrChild) {
+				t.Fatalf("error outside ErrChild: %v", err)
+			}
+			return
+		}
+		if cmd.Op == "read" && (cmd.Conns < 1 || cmd.Conns > maxChildConns || cmd.Buf < 1 || cmd.Buf > maxChildBuf) {
+			t.Fatalf("accepted out-of-bounds command %+v", cmd)
+		}
+		b, err := json.Marshal(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := decodeCommand(b)
+		if err != nil || back != cmd {
+			t.Fatalf("round trip: %+v -> %s -> %+v, %v", cmd, b, back, err)
+		}
+	})
 }
