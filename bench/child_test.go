@@ -14,8 +14,7 @@ import (
 // re-executed) and checks it receives exactly what is sent, on several
 // connections at once, and reports its own getrusage.
 func TestReaderChild(t *testing.T) {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
+	seed := testSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	child, err := startReaderChild(context.Background())
 	if err != nil {

@@ -101,7 +101,7 @@ func runSuites(ctx context.Context, cfg *config, prog *progress) (*report, error
 	}
 	defer cleanup()
 	start := time.Now()
-	rep := &report{Machine: describeMachine(root), Mode: cfg.Mode, Runs: cfg.Runs, Started: start}
+	rep := &report{Machine: describeMachine(root), Mode: cfg.Mode, Suites: cfg.Suites, Scale: cfg.Scale, Runs: cfg.Runs, Started: start}
 	var errs []error
 	for _, name := range cfg.Suites {
 		if err := ctx.Err(); err != nil {

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"math/rand/v2"
 	"os"
+	"strconv"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -16,4 +18,22 @@ func TestMain(m *testing.M) {
 		}
 	}
 	goleak.VerifyTestMain(m)
+}
+
+// seedEnv replays a randomized test: FOLIO_BENCH_SEED=<seed> go test ...
+const seedEnv = "FOLIO_BENCH_SEED"
+
+// testSeed returns the seed from seedEnv, or a fresh one, and logs it.
+func testSeed(t *testing.T) uint64 {
+	t.Helper()
+	seed := rand.Uint64()
+	if s := os.Getenv(seedEnv); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("%s=%q: %v", seedEnv, s, err)
+		}
+		seed = v
+	}
+	t.Logf("seed %d (replay with %s=%d)", seed, seedEnv, seed)
+	return seed
 }

@@ -72,6 +72,8 @@ func (t *table) add(params []string, cache string, vals [][]float64) error {
 type report struct {
 	Machine machine   `json:"machine"`
 	Mode    string    `json:"mode"`
+	Suites  []string  `json:"suites"`
+	Scale   float64   `json:"scale"`
 	Runs    int       `json:"runs_per_figure"`
 	Started time.Time `json:"started"`
 	Elapsed string    `json:"elapsed"`
@@ -118,7 +120,11 @@ func writeJSON(path string, r *report) error {
 // state of each row, as the README promises.
 func renderMarkdown(w io.Writer, r *report) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Folio benchmarks (%s mode)\n\n", r.Mode)
+	scale := ""
+	if r.Scale != 0 && r.Scale != 1 {
+		scale = fmt.Sprintf(", data sizes ×%g", r.Scale)
+	}
+	fmt.Fprintf(&b, "# Folio benchmarks (%s mode%s)\n\n", r.Mode, scale)
 	fmt.Fprintf(&b, "Machine: %s.\n", r.Machine.line())
 	fmt.Fprintf(&b, "Started %s, took %s. Every cell is the median of %d runs, with (min–max) when runs > 1.\n\n",
 		r.Started.UTC().Format(time.RFC3339), r.Elapsed, r.Runs)

@@ -40,6 +40,7 @@ func TestRenderMarkdown(t *testing.T) {
 	}
 	out := buf.String()
 	for _, want := range []string{
+		"# Folio benchmarks (quick mode)\n",
 		"## demo: a | tricky title\n",
 		"Machine: Test CPU, 2 cores (GOMAXPROCS 2), 4.0 GiB RAM, go1.26, Linux 6.1, data dir on ext4.",
 		"| path | size | cache | throughput (MB/s) | faults |\n",
@@ -169,5 +170,17 @@ func TestDescribeCache(t *testing.T) {
 		if got := describeCache(tt.c, tt.f); got != tt.want {
 			t.Errorf("describeCache(%v, %v) = %q, want %q", tt.c, tt.f, got, tt.want)
 		}
+	}
+}
+
+func TestRenderMarkdownScale(t *testing.T) {
+	r := testReport()
+	r.Scale = 0.05
+	var buf bytes.Buffer
+	if err := renderMarkdown(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(buf.String(), "# Folio benchmarks (quick mode, data sizes ×0.05)\n") {
+		t.Fatalf("scaled run not labelled: %q", strings.SplitN(buf.String(), "\n", 2)[0])
 	}
 }
