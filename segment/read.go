@@ -166,7 +166,7 @@ func (s *Segment) repairIndexes(f *files, gen uint64) error {
 	defer s.appendMu.Unlock()
 	s.resMu.Lock()
 	defer s.resMu.Unlock()
-	if s.closed {
+	if s.closed.Load() {
 		return fmt.Errorf("%w: %s", ErrClosed, s.logPath)
 	}
 	if s.files != f || f.gen != gen {

@@ -52,7 +52,7 @@ func (s *Segment) Recover() (RecoverResult, error) {
 	defer s.appendMu.Unlock()
 	s.resMu.Lock()
 	defer s.resMu.Unlock()
-	if s.closed {
+	if s.closed.Load() {
 		return RecoverResult{}, fmt.Errorf("%w: %s", ErrClosed, s.logPath)
 	}
 	// Start from the disk, not from anything loaded: its state is suspect.

@@ -40,20 +40,21 @@ type Segment struct {
 
 	// appendMu serialises the writing methods (Append, Seal, Activate,
 	// TruncateTo, Recover, Close, Delete, CloseIdle and index repairs) and
-	// guards sinceIndex. Readers never take it. Lock order: appendMu, then
-	// resMu.
+	// guards sinceIndex. Readers take it only to rebuild an index they
+	// found wrong. Lock order: appendMu, then resMu.
 	appendMu   sync.Mutex
 	sinceIndex int64 // bytes appended since the last index entry (Kafka's bytesSinceLastIndexEntry)
 
-	// resMu guards the open files (files), closed, deleted and inodeSources.
-	// Readers hold it shared for the length of one lookup or read; methods
+	// resMu guards the open files (files), deleted and inodeSources;
+	// closed is stored with both locks held and may be read with either or
+	// none. Readers hold it shared for the length of one lookup or read; methods
 	// that replace or close files hold it exclusively (with appendMu, except
 	// for a reader's lazy load of a sealed segment). The active segment's
 	// files are never nil and never replaced without appendMu, so Append
 	// reads them holding appendMu alone.
 	resMu   sync.RWMutex
 	files   *files
-	closed  bool
+	closed  atomic.Bool
 	deleted bool
 	// inodeSources are the sources (open, or closed with views still
 	// unreleased) that read the .log inode now at logPath. A truncation in
@@ -255,7 +256,7 @@ func (s *Segment) loadedTip() (*tip, error) {
 func (s *Segment) acquire() (*files, error) {
 	for {
 		s.resMu.RLock()
-		if s.closed {
+		if s.closed.Load() {
 			s.resMu.RUnlock()
 			return nil, fmt.Errorf("%w: %s", ErrClosed, s.logPath)
 		}
@@ -278,7 +279,7 @@ func (s *Segment) acquire() (*files, error) {
 // or whose last entries do not match the log. resMu must be held
 // exclusively.
 func (s *Segment) loadLocked() error {
-	if s.closed {
+	if s.closed.Load() {
 		return fmt.Errorf("%w: %s", ErrClosed, s.logPath)
 	}
 	if s.files != nil {
@@ -450,7 +451,7 @@ func (s *Segment) Activate() error {
 	defer s.appendMu.Unlock()
 	s.resMu.Lock()
 	defer s.resMu.Unlock()
-	if s.closed {
+	if s.closed.Load() {
 		return fmt.Errorf("%w: %s", ErrClosed, s.logPath)
 	}
 	if !s.sealed.Load() {
@@ -516,9 +517,11 @@ func (s *Segment) Seal() error {
 	if err := f.log.Sync(); err != nil {
 		return s.fail(fmt.Errorf("segment: fsync %s: %w", s.logPath, err))
 	}
+	// Lookups go on while the indexes trim and remap themselves; only the
+	// write handle, which readers may be scanning through, needs resMu.
+	err := errors.Join(f.off.Seal(), f.time.Seal())
 	s.resMu.Lock()
 	defer s.resMu.Unlock()
-	err := errors.Join(f.off.Seal(), f.time.Seal())
 	if cerr := f.log.Close(); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("segment: close %s: %w", s.logPath, cerr))
 	}
@@ -535,7 +538,7 @@ func (s *Segment) Seal() error {
 func (s *Segment) Sync() error {
 	s.resMu.RLock()
 	defer s.resMu.RUnlock()
-	if s.closed {
+	if s.closed.Load() {
 		return fmt.Errorf("%w: %s", ErrClosed, s.logPath)
 	}
 	f := s.files
@@ -561,7 +564,7 @@ func (s *Segment) CloseIdle() error {
 	defer s.appendMu.Unlock()
 	s.resMu.Lock()
 	defer s.resMu.Unlock()
-	if s.closed {
+	if s.closed.Load() {
 		return fmt.Errorf("%w: %s", ErrClosed, s.logPath)
 	}
 	if !s.sealed.Load() || s.files == nil {
@@ -582,14 +585,14 @@ func (s *Segment) Close() error {
 	defer s.appendMu.Unlock()
 	s.resMu.Lock()
 	defer s.resMu.Unlock()
-	if s.closed {
+	if s.closed.Load() {
 		return nil
 	}
 	return s.closeLocked()
 }
 
 func (s *Segment) closeLocked() error {
-	s.closed = true
+	s.closed.Store(true)
 	f := s.files
 	if f == nil {
 		return nil
@@ -621,7 +624,7 @@ func (s *Segment) Delete() error {
 		return fmt.Errorf("%w: %s", ErrClosed, s.logPath)
 	}
 	var errs []error
-	if !s.closed {
+	if !s.closed.Load() {
 		errs = append(errs, s.closeLocked())
 	}
 	s.deleted = true
@@ -650,9 +653,7 @@ func (s *Segment) Delete() error {
 }
 
 func (s *Segment) checkClosed() error {
-	s.resMu.RLock()
-	defer s.resMu.RUnlock()
-	if s.closed {
+	if s.closed.Load() {
 		return fmt.Errorf("%w: %s", ErrClosed, s.logPath)
 	}
 	return nil

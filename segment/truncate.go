@@ -26,7 +26,7 @@ func (s *Segment) TruncateTo(offset int64) (int64, error) {
 	defer s.appendMu.Unlock()
 	s.resMu.Lock()
 	defer s.resMu.Unlock()
-	if s.closed {
+	if s.closed.Load() {
 		return 0, fmt.Errorf("%w: %s", ErrClosed, s.logPath)
 	}
 	if err := s.failure(); err != nil {
