@@ -103,7 +103,10 @@ type readRun struct {
 	Reader   usage // the child across its window (TCP only)
 }
 
-func runReadPaths(ctx context.Context, e *env) ([]*table, error) {
+// allPaths is the order paths run in, and rows appear in, per configuration.
+var allPaths = []pathKind{pathMmapView, pathPread, pathSendfile, pathMmapWrite, pathPreadWrite}
+
+func runReadPaths(ctx context.Context, e *env) (tables []*table, err error) {
 	plan := readPathsPlanFor(e.cfg)
 	caches := []cacheState{warmCache}
 	var notes []string
@@ -138,15 +141,20 @@ func runReadPaths(ctx context.Context, e *env) ([]*table, error) {
 			{"reader minor faults", "per MiB"},
 		},
 	}
-	tables := []*table{inproc, tcp}
+	tables = []*table{inproc, tcp}
 
 	child, err := startReaderChild(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer child.close()
+	defer func() {
+		// A child that does not quit cleanly may have misreported too.
+		if cerr := child.close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
 
-	total := len(plan.RecordSizes) * len(plan.BatchBytes) * len(plan.FetchBytes) * len(plan.Consumers) * len(caches) * 5
+	total := len(plan.RecordSizes) * len(plan.BatchBytes) * len(plan.FetchBytes) * len(plan.Consumers) * len(caches) * len(allPaths)
 	n := 0
 	var sockNote string
 	for _, rs := range plan.RecordSizes {
@@ -177,7 +185,7 @@ func runReadPaths(ctx context.Context, e *env) ([]*table, error) {
 				for _, cons := range plan.Consumers {
 					for _, c := range caches {
 						params := []string{"", formatBytes(int64(rs)), formatBytes(int64(bb)), formatBytes(int64(fb)), strconv.Itoa(cons)}
-						for _, p := range []pathKind{pathMmapView, pathPread, pathSendfile, pathMmapWrite, pathPreadWrite} {
+						for _, p := range allPaths {
 							n++
 							if err := ctx.Err(); err != nil {
 								return tables, err
