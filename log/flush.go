@@ -2,7 +2,10 @@ package log
 
 import (
 	"fmt"
+	"os"
 	"slices"
+
+	"github.com/foliolog/folio/segment"
 )
 
 // truncation records that TruncateTo cut the log to offset `to` in
@@ -37,19 +40,38 @@ func (l *Log) Sync() error {
 // commits until it is. The caller registered in syncWaiters when it read
 // gen, the truncation generation its records belong to.
 //
-// Group commit: syncMu admits one flush at a time. A flush covers the log
-// end as of its start, so appenders that wrote while one flush ran all find
-// themselves covered by the next, whichever of them runs it; fsync never
-// runs under appendMu, so their writes were not held up by the running one.
+// Group commit: one caller at a time leads a flush (flushing); the others
+// wait for it to end and are all woken together. A flush covers the log end
+// as of its start, so the appenders that wrote while one flush ran are
+// covered by the next, which one of them leads. Waiters do not queue on
+// syncMu: a queue would hand the lock on one waiter at a time, and the ones
+// already covered would sit out the next flush before learning it. No fsync
+// runs under appendMu, so the running flush holds up no write.
 func (l *Log) syncTo(target, gen int64) error {
 	for {
 		if l.durable.Load() >= target && l.truncGen.Load() == gen {
 			return nil
 		}
+		l.flushMu.Lock()
+		if l.flushing {
+			done := l.flushDone
+			l.flushMu.Unlock()
+			<-done
+			continue
+		}
+		l.flushing = true
+		l.flushMu.Unlock()
+
 		l.syncMu.Lock()
-		done, err := l.syncStepLocked(target, gen)
+		settled, err := l.syncStepLocked(target, gen)
 		l.syncMu.Unlock()
-		if done || err != nil {
+
+		l.flushMu.Lock()
+		l.flushing = false
+		close(l.flushDone)
+		l.flushDone = make(chan struct{})
+		l.flushMu.Unlock()
+		if settled || err != nil {
 			return err
 		}
 	}
@@ -57,7 +79,7 @@ func (l *Log) syncTo(target, gen int64) error {
 
 // syncStepLocked is one round of syncTo under syncMu: either it finds the
 // target settled, or it flushes.
-func (l *Log) syncStepLocked(target, gen int64) (done bool, err error) {
+func (l *Log) syncStepLocked(target, gen int64) (settled bool, err error) {
 	if cur := l.truncGen.Load(); cur != gen {
 		for _, t := range l.truncs {
 			if t.gen > gen && t.to < target {
@@ -110,8 +132,8 @@ func (l *Log) flushLocked(withActive bool) error {
 	}
 	synced := len(pending) > 0
 	if withActive && target.offset > l.durable.Load() {
-		if err := active.seg.Sync(); err != nil {
-			return l.fail(fmt.Errorf("log: fsync %s: %w", active.seg, err))
+		if err := l.syncLogFile(active); err != nil {
+			return l.fail(err)
 		}
 		synced = true
 	}
@@ -150,4 +172,30 @@ func (l *Log) sealPending() {
 	defer l.syncMu.Unlock()
 	// A failure is recorded in the log's failed state; appenders see it.
 	_ = l.flushLocked(false)
+}
+
+// syncLogFile fsyncs the active segment's .log through a handle of the
+// log's own, opened for the purpose: fdatasync covers the file's pages
+// whichever descriptor wrote them. The segment's Sync would also fsync both
+// index files, tripling the cost of every group commit for nothing:
+// recovery scans the segment holding the recovery point, which is always
+// the active one or a later one, and rebuilds its indexes, while a sealed
+// segment's indexes were fsynced by Seal. Opening by name per flush (not
+// keeping a descriptor) means a truncation that replaced the file under
+// the same name is followed; truncation and flushes both hold syncMu.
+func (l *Log) syncLogFile(e *segEntry) error {
+	path := segment.LogPath(l.dir, e.base)
+	f, err := l.fs.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return fmt.Errorf("log: open %s to fsync it: %w", path, err)
+	}
+	err = f.Sync()
+	cerr := f.Close()
+	if err != nil {
+		return fmt.Errorf("log: fsync %s: %w", path, err)
+	}
+	if cerr != nil {
+		return fmt.Errorf("log: close %s after fsync: %w", path, cerr)
+	}
+	return nil
 }

@@ -96,6 +96,13 @@ type Log struct {
 	// covered by the next one. Lock order: syncMu, then appendMu.
 	syncMu sync.Mutex
 
+	// flushMu guards flushing and flushDone: whether an appender leads a
+	// group commit, and the channel closed when it ends (see syncTo). It is
+	// held only to read or flip them, never with another lock.
+	flushMu   sync.Mutex
+	flushing  bool
+	flushDone chan struct{}
+
 	// retentionMu serialises retention passes and DeleteRecordsBefore.
 	// Lock order: retentionMu, then appendMu.
 	retentionMu sync.Mutex

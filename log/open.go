@@ -67,6 +67,7 @@ func Open(fsys vfs.FS, dir string, opts *Options, st State) (*Log, error) {
 		quit:      make(chan struct{}),
 		sealKick:  make(chan struct{}, 1),
 		flushKick: make(chan struct{}, 1),
+		flushDone: make(chan struct{}),
 	}
 	l.idle.L = &l.appendMu
 	if err := l.load(st); err != nil {
