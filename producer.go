@@ -232,6 +232,11 @@ func (p *Producer) produce(ctx context.Context, rec *Record, cb func(*Record, er
 		cb(rec, ErrClosed)
 		return false
 	}
+	if ctx.Err() != nil {
+		// Settle a call made with an ended ctx definitely: not produced.
+		cb(rec, context.Cause(ctx))
+		return false
+	}
 	pp, err := p.route(rec)
 	if err != nil {
 		cb(rec, err)

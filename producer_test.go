@@ -1,0 +1,643 @@
+package folio
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/foliolog/folio/internal/readpath"
+	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/record"
+	"github.com/foliolog/folio/topic"
+)
+
+// rawBatches returns copies of every batch a partition holds.
+func rawBatches(t testing.TB, b *Broker, topicName string, partition int32) []record.Batch {
+	t.Helper()
+	l, err := b.Log(topicName, partition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []record.Batch
+	for pos := l.LogStartOffset(); pos < l.HighWatermark(); {
+		v, err := l.Read(pos, 1<<20)
+		if err != nil {
+			t.Fatalf("read %s-%d at %d: %v", topicName, partition, pos, err)
+		}
+		err = readpath.Guard(func() error {
+			buf, err := v.Bytes()
+			if err != nil {
+				return err
+			}
+			for len(buf) > 0 {
+				bt, rest, err := record.Parse(buf)
+				if err != nil {
+					return err
+				}
+				buf = rest
+				if bt.LastOffset() >= pos {
+					out = append(out, bt.Clone())
+					pos = bt.LastOffset() + 1
+				}
+			}
+			return nil
+		})
+		v.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+func TestProduceSyncAndAsync(t *testing.T) {
+	b := openT(t, t.TempDir(), nil)
+	createTopicT(t, b, "t", TopicConfig{Partitions: 3, Flush: FlushNone})
+	p := producerT(t, b, nil)
+	got := produceN(t, p, "t", "sync", 30)
+	next := map[int64]int64{}
+	for i, po := range got {
+		if po[1] != next[po[0]] {
+			t.Fatalf("record %d at %d/%d, want offset %d", i, po[0], po[1], next[po[0]])
+		}
+		next[po[0]]++
+	}
+
+	const n = 5000
+	var (
+		mu    sync.Mutex // guards calls and last
+		calls = make([]int, n)
+		last  = map[int32]int64{}
+		bad   error
+	)
+	for i := range n {
+		rec := &Record{Topic: "t", Value: value("async", i)}
+		p.ProduceAsync(context.Background(), rec, func(r *Record, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			calls[i]++
+			if err != nil {
+				bad = err
+				return
+			}
+			if r != rec || r.Offset < 0 {
+				bad = fmt.Errorf("callback for record %d got %+v", i, r)
+			}
+			if prev, ok := last[r.Partition]; ok && r.Offset <= prev {
+				bad = fmt.Errorf("partition %d: offset %d after %d", r.Partition, r.Offset, prev)
+			}
+			last[r.Partition] = r.Offset
+		})
+	}
+	if err := p.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if bad != nil {
+		t.Fatal(bad)
+	}
+	for i, c := range calls {
+		if c != 1 {
+			t.Fatalf("record %d: callback called %d times", i, c)
+		}
+	}
+	// Every record is in the log once, with its value.
+	c := consumerT(t, b, nil)
+	for part := range int32(3) {
+		if err := c.Assign(Assignment{Topic: "t", Partition: part}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[string]bool{}
+	for _, r := range pollN(t, c, n+30) {
+		if seen[string(r.Value)] {
+			t.Fatalf("value %q twice", r.Value)
+		}
+		seen[string(r.Value)] = true
+	}
+}
+
+func TestPartitioners(t *testing.T) {
+	b := openT(t, t.TempDir(), nil)
+	createTopicT(t, b, "t", TopicConfig{Partitions: 7, Flush: FlushNone})
+	p := producerT(t, b, &ProducerOptions{BatchBytes: 1024})
+	rng := rand.New(rand.NewPCG(testSeed(t), 3))
+	for i := range 300 {
+		key := make([]byte, rng.IntN(20))
+		for j := range key {
+			key[j] = byte(rng.Uint32())
+		}
+		want, _ := topic.KeyPartition(key, 7)
+		part, _, err := p.Produce(context.Background(), &Record{Topic: "t", Key: key, Value: []byte("v")})
+		if err != nil || part != want {
+			t.Fatalf("key %d %x: partition %d (%v), Kafka's murmur2 says %d", i, key, part, err, want)
+		}
+	}
+	// Unkeyed records stick to a partition for about BatchBytes, then move.
+	var parts []int32
+	for range 200 {
+		part, _, err := p.Produce(context.Background(), &Record{Topic: "t", Value: bytes.Repeat([]byte("u"), 90)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, part)
+	}
+	runs, distinct := 1, map[int32]bool{parts[0]: true}
+	for i := 1; i < len(parts); i++ {
+		if parts[i] != parts[i-1] {
+			runs++
+		}
+		distinct[parts[i]] = true
+	}
+	// 200 records of ~100 bytes in 1 KiB stretches: about 20 runs, never
+	// one per record.
+	if runs < 5 || runs > 60 || len(distinct) < 2 {
+		t.Fatalf("unkeyed records made %d runs over %d partitions: %v", runs, len(distinct), parts)
+	}
+
+	m := producerT(t, b, &ProducerOptions{ManualPartitioning: true})
+	for part := range int32(7) {
+		got, _, err := m.Produce(context.Background(), &Record{Topic: "t", Partition: part, Key: []byte("same"), Value: []byte("m")})
+		if err != nil || got != part {
+			t.Fatalf("manual partition %d: went to %d, %v", part, got, err)
+		}
+	}
+	if _, _, err := m.Produce(context.Background(), &Record{Topic: "t", Partition: 7, Value: []byte("m")}); !errors.Is(err, ErrUnknownPartition) {
+		t.Fatalf("partition 7 of 7: %v, want ErrUnknownPartition", err)
+	}
+	if _, _, err := m.Produce(context.Background(), &Record{Topic: "nope", Value: []byte("m")}); !errors.Is(err, ErrUnknownTopic) {
+		t.Fatalf("unknown topic: %v", err)
+	}
+}
+
+// blockLogSyncs makes fs hold every fsync of a .log file until release is
+// closed; blocked is signalled when the first one arrives.
+func blockLogSyncs(fs *vfs.FaultFS) (blocked <-chan struct{}, release func()) {
+	gate := make(chan struct{})
+	first := make(chan struct{})
+	var once sync.Once
+	fs.SetHook(func(op vfs.Op) error {
+		if op.Kind == vfs.OpSync && strings.HasSuffix(op.Path, ".log") {
+			once.Do(func() { close(first) })
+			<-gate
+		}
+		return nil
+	})
+	var rel sync.Once
+	return first, func() { rel.Do(func() { close(gate) }) }
+}
+
+func TestProduceUnknownOutcome(t *testing.T) {
+	fs := vfs.NewFaultFS()
+	b := openT(t, t.TempDir(), faultOpts(fs))
+	createTopicT(t, b, "t", TopicConfig{Flush: FlushSync})
+	p := producerT(t, b, nil)
+	blocked, release := blockLogSyncs(fs)
+	defer release()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, _, err := p.Produce(ctx, &Record{Topic: "t", Value: []byte("maybe")})
+		errc <- err
+	}()
+	<-blocked // the record is written and waits for its fsync
+	cancel()
+	err := <-errc
+	if !errors.Is(err, ErrUnknownOutcome) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("Produce with a cancelled ctx during the fsync: %v, want ErrUnknownOutcome and context.Canceled", err)
+	}
+	release()
+	if err := p.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// "May still be written": here it was.
+	c := consumerT(t, b, nil)
+	if err := c.Assign(Assignment{Topic: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	if recs := pollN(t, c, 1); string(recs[0].Value) != "maybe" {
+		t.Fatalf("read %q", recs[0].Value)
+	}
+
+	// A ctx that has ended before the call is a plain ctx error: nothing
+	// was produced.
+	done, cancel2 := context.WithCancel(context.Background())
+	cancel2()
+	if _, _, err := p.Produce(done, &Record{Topic: "t", Value: []byte("no")}); !errors.Is(err, context.Canceled) || errors.Is(err, ErrUnknownOutcome) {
+		t.Fatalf("Produce with an ended ctx: %v, want context.Canceled only", err)
+	}
+	if l, _ := b.Log("t", 0); l.LogEndOffset() != 1 {
+		t.Fatalf("log end %d: the record of the ended ctx was written", l.LogEndOffset())
+	}
+}
+
+func TestProduceBlocksOnMemoryCap(t *testing.T) {
+	fs := vfs.NewFaultFS()
+	b := openT(t, t.TempDir(), faultOpts(fs))
+	createTopicT(t, b, "t", TopicConfig{Flush: FlushSync})
+	const limit = 4096
+	p := producerT(t, b, &ProducerOptions{MaxBufferedBytes: limit})
+	blocked, release := blockLogSyncs(fs)
+	defer release()
+
+	var acked atomic.Int64
+	cb := func(_ *Record, err error) {
+		if err == nil {
+			acked.Add(1)
+		}
+	}
+	val := bytes.Repeat([]byte("m"), 100)
+	per := memSize(&Record{Value: val})
+	fit := int(limit / per)
+	for range fit {
+		p.ProduceAsync(context.Background(), &Record{Topic: "t", Value: val}, cb)
+	}
+	<-blocked
+	if used := p.mem.used.Load(); used > limit {
+		t.Fatalf("buffered %d bytes, cap %d", used, limit)
+	}
+	// The next record finds no room: it blocks until its ctx ends, and is
+	// then not produced at all.
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	var blockedErr error
+	doneCh := make(chan struct{})
+	p.ProduceAsync(ctx, &Record{Topic: "t", Value: val}, func(_ *Record, err error) {
+		blockedErr = err
+		close(doneCh)
+	})
+	<-doneCh
+	if !errors.Is(blockedErr, context.DeadlineExceeded) || errors.Is(blockedErr, ErrUnknownOutcome) {
+		t.Fatalf("produce past the cap: %v, want DeadlineExceeded (and not unknown outcome)", blockedErr)
+	}
+	if st := b.Stats(); st.ProduceBlocked == 0 {
+		t.Fatal("Stats.ProduceBlocked is 0 after a produce blocked")
+	}
+	// A produce blocked on memory resumes when appends free it.
+	resumed := make(chan error, 1)
+	go func() {
+		_, _, err := p.Produce(context.Background(), &Record{Topic: "t", Value: val})
+		resumed <- err
+	}()
+	select {
+	case err := <-resumed:
+		t.Fatalf("produce past the cap returned %v before memory was freed", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	release()
+	if err := <-resumed; err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if acked.Load() != int64(fit) {
+		t.Fatalf("%d of %d buffered records acknowledged", acked.Load(), fit)
+	}
+	l, _ := b.Log("t", 0)
+	if end := l.LogEndOffset(); end != int64(fit)+1 {
+		t.Fatalf("log end %d, want %d (the timed-out record must not be written)", end, fit+1)
+	}
+}
+
+func TestMessageTooLarge(t *testing.T) {
+	b := openT(t, t.TempDir(), nil)
+	createTopicT(t, b, "t", TopicConfig{Flush: FlushNone, MaxMessageBytes: 1024})
+	p := producerT(t, b, nil)
+	huge := &Record{Topic: "t", Value: make([]byte, 1000)}
+	if _, _, err := p.Produce(context.Background(), huge); !errors.Is(err, ErrMessageTooLarge) {
+		t.Fatalf("sync: %v, want ErrMessageTooLarge", err)
+	}
+	var asyncErr error
+	p.ProduceAsync(context.Background(), huge, func(_ *Record, err error) { asyncErr = err })
+	if !errors.Is(asyncErr, ErrMessageTooLarge) {
+		t.Fatalf("async: %v, want ErrMessageTooLarge", asyncErr)
+	}
+	l, _ := b.Log("t", 0)
+	if l.LogEndOffset() != 0 {
+		t.Fatalf("a refused record was written: log end %d", l.LogEndOffset())
+	}
+	// The largest record that fits on its own goes through.
+	fits := &Record{Topic: "t"}
+	for fits.Value = make([]byte, 900); aloneBatchSize(fits) < 1024; fits.Value = append(fits.Value, 'x') {
+	}
+	fits.Value = fits.Value[:len(fits.Value)-1]
+	if _, _, err := p.Produce(context.Background(), fits); err != nil {
+		t.Fatalf("record of exactly the limit: %v", err)
+	}
+	// Many records are batched, each batch within the limit.
+	for i := range 50 {
+		p.ProduceAsync(context.Background(), &Record{Topic: "t", Value: bytes.Repeat([]byte{byte(i)}, 300)}, nil)
+	}
+	if err := p.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, bt := range rawBatches(t, b, "t", 0) {
+		if len(bt) > 1024 {
+			t.Fatalf("batch of %d bytes in a topic of max 1024", len(bt))
+		}
+		n += int(bt.NumRecords())
+	}
+	if n != 51 {
+		t.Fatalf("%d records stored, want 51", n)
+	}
+	// AppendBatch applies the limit as a Kafka broker does.
+	bld, _ := record.NewBuilder(nil)
+	_ = bld.Append(record.Record{Value: make([]byte, 2000)})
+	big, _ := bld.Build(nil)
+	if _, err := b.AppendBatch("t", 0, big); !errors.Is(err, ErrMessageTooLarge) {
+		t.Fatalf("AppendBatch of a large batch: %v", err)
+	}
+}
+
+func TestCompression(t *testing.T) {
+	b := openT(t, t.TempDir(), nil)
+	createTopicT(t, b, "gz", TopicConfig{Flush: FlushNone, Compression: topic.CompressionGzip})
+	createTopicT(t, b, "prod", TopicConfig{Flush: FlushNone})
+	createTopicT(t, b, "zs", TopicConfig{Flush: FlushNone, Compression: topic.CompressionZstd})
+	p := producerT(t, b, &ProducerOptions{Compression: record.CodecLZ4})
+	for _, name := range []string{"gz", "prod"} {
+		for i := range 20 {
+			p.ProduceAsync(context.Background(), &Record{Topic: name, Key: []byte("k"), Value: value(name, i),
+				Headers: []Header{{Key: "h", Value: []byte("hv")}}}, nil)
+		}
+	}
+	if err := p.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]record.Codec{"gz": record.CodecGzip, "prod": record.CodecLZ4} {
+		for _, bt := range rawBatches(t, b, name, 0) {
+			if bt.Codec() != want {
+				t.Fatalf("topic %s: batch codec %v, want %v", name, bt.Codec(), want)
+			}
+		}
+		c := consumerT(t, b, nil)
+		_ = c.Assign(Assignment{Topic: name})
+		for i, r := range pollN(t, c, 20) {
+			if !bytes.Equal(r.Value, value(name, i)) || len(r.Headers) != 1 || string(r.Headers[0].Value) != "hv" {
+				t.Fatalf("topic %s record %d: %+v", name, i, r)
+			}
+		}
+	}
+	// A batch sent uncompressed to a zstd topic is stored in zstd, with its
+	// records, producer fields and offset gaps intact.
+	bld, _ := record.NewBuilder(nil)
+	bld.ProducerID, bld.ProducerEpoch, bld.BaseSequence = 77, 0, 0
+	_ = bld.AppendAt(0, record.Record{Key: []byte("a"), Value: []byte("1"), Timestamp: 1000})
+	_ = bld.AppendAt(3, record.Record{Key: []byte("b"), Value: []byte("2"), Timestamp: 2000})
+	raw, _ := bld.Build(nil)
+	res, err := b.AppendBatch("zs", 0, raw)
+	if err != nil || res.FirstOffset != 0 || res.LastOffset != 3 {
+		t.Fatalf("AppendBatch: %+v, %v", res, err)
+	}
+	stored := rawBatches(t, b, "zs", 0)
+	if len(stored) != 1 || stored[0].Codec() != record.CodecZstd || stored[0].ProducerID() != 77 || stored[0].LastOffsetDelta() != 3 {
+		t.Fatalf("stored batch: codec %v pid %d lastDelta %d", stored[0].Codec(), stored[0].ProducerID(), stored[0].LastOffsetDelta())
+	}
+	c := consumerT(t, b, nil)
+	_ = c.Assign(Assignment{Topic: "zs"})
+	recs := pollN(t, c, 2)
+	if recs[0].Offset != 0 || recs[1].Offset != 3 || string(recs[1].Value) != "2" || recs[1].Timestamp.UnixMilli() != 2000 {
+		t.Fatalf("records: %+v", recs)
+	}
+}
+
+// idemBatch builds a batch of n records from producer pid at seq.
+func idemBatch(t testing.TB, pid int64, epoch int16, seq int32, n int) []byte {
+	t.Helper()
+	bld, err := record.NewBuilder(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bld.ProducerID, bld.ProducerEpoch, bld.BaseSequence = pid, epoch, seq
+	for i := range n {
+		if err := bld.Append(record.Record{Value: []byte(fmt.Sprintf("p%d-e%d-s%d", pid, epoch, int(seq)+i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bt, err := bld.Build(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bt
+}
+
+func TestIdempotentAppendBatch(t *testing.T) {
+	b := openT(t, t.TempDir(), nil)
+	createTopicT(t, b, "t", TopicConfig{Flush: FlushNone})
+	var offs []AppendResult
+	for i := range 7 {
+		res, err := b.AppendBatch("t", 0, idemBatch(t, 500, 0, int32(i*3), 3))
+		if err != nil || res.Duplicate || res.FirstOffset != int64(i*3) || res.LastOffset != int64(i*3+2) {
+			t.Fatalf("batch %d: %+v, %v", i, res, err)
+		}
+		offs = append(offs, res)
+	}
+	// A retry of any of the last 5 batches returns its original offsets and
+	// writes nothing.
+	for i := 2; i < 7; i++ {
+		res, err := b.AppendBatch("t", 0, idemBatch(t, 500, 0, int32(i*3), 3))
+		if err != nil || !res.Duplicate || res.FirstOffset != offs[i].FirstOffset || res.LastOffset != offs[i].LastOffset {
+			t.Fatalf("retry of batch %d: %+v, %v; want duplicate of %+v", i, res, err, offs[i])
+		}
+	}
+	if _, err := b.AppendBatch("t", 0, idemBatch(t, 500, 0, 0, 3)); !errors.Is(err, ErrDuplicateSequence) {
+		t.Fatalf("retry of a forgotten batch: %v, want ErrDuplicateSequence", err)
+	}
+	if _, err := b.AppendBatch("t", 0, idemBatch(t, 500, 0, 25, 1)); !errors.Is(err, ErrOutOfOrderSequence) {
+		t.Fatalf("sequence gap: %v, want ErrOutOfOrderSequence", err)
+	}
+	if _, err := b.AppendBatch("t", 0, idemBatch(t, 500, 1, 0, 1)); err != nil {
+		t.Fatalf("new epoch from 0: %v", err)
+	}
+	if _, err := b.AppendBatch("t", 0, idemBatch(t, 500, 0, 21, 1)); !errors.Is(err, ErrProducerFenced) {
+		t.Fatalf("old epoch: %v, want ErrProducerFenced", err)
+	}
+	l, _ := b.Log("t", 0)
+	if l.LogEndOffset() != 22 {
+		t.Fatalf("log end %d, want 22: refused and duplicate batches must write nothing", l.LogEndOffset())
+	}
+	// Control batches come only from Folio itself.
+	bld, _ := record.NewBuilder(nil)
+	bld.Control = true
+	_ = bld.Append(record.Record{Key: []byte{0, 0, 0, 0}, Value: []byte{0, 0, 0, 0, 0, 0}})
+	ctl, _ := bld.Build(nil)
+	if _, err := b.AppendBatch("t", 0, ctl); !errors.Is(err, ErrInvalidBatch) {
+		t.Fatalf("control batch: %v, want ErrInvalidBatch", err)
+	}
+	garbage := idemBatch(t, 1, 0, 0, 1)
+	garbage[len(garbage)-1] ^= 0xff
+	if _, err := b.AppendBatch("t", 0, garbage); !errors.Is(err, ErrInvalidBatch) {
+		t.Fatalf("bad CRC: %v, want ErrInvalidBatch", err)
+	}
+}
+
+// TestProducerStateRebuiltOnRestart: after a clean shutdown (snapshot) and
+// after a crash (replay of the log), a retried batch still gets its
+// original offsets and a gap is still refused.
+func TestProducerStateRebuiltOnRestart(t *testing.T) {
+	for _, clean := range []bool{true, false} {
+		t.Run(fmt.Sprintf("clean=%v", clean), func(t *testing.T) {
+			fs := vfs.NewFaultFS()
+			dir := t.TempDir()
+			b, err := Open(dir, faultOpts(fs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			createTopicT(t, b, "t", TopicConfig{Flush: FlushSync})
+			var last AppendResult
+			for i := range 4 {
+				if last, err = b.AppendBatch("t", 0, idemBatch(t, 9, 2, int32(i*2), 2)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if clean {
+				if err := b.Close(); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				kill(t, b, fs)
+				if err := fs.PowerCut(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			b = openT(t, dir, faultOpts(fs))
+			res, err := b.AppendBatch("t", 0, idemBatch(t, 9, 2, 6, 2))
+			if err != nil || !res.Duplicate || res.FirstOffset != last.FirstOffset || res.LastOffset != last.LastOffset {
+				t.Fatalf("retry after restart: %+v, %v; want duplicate of %+v", res, err, last)
+			}
+			if _, err := b.AppendBatch("t", 0, idemBatch(t, 9, 2, 9, 1)); !errors.Is(err, ErrOutOfOrderSequence) {
+				t.Fatalf("gap after restart: %v", err)
+			}
+			if res, err := b.AppendBatch("t", 0, idemBatch(t, 9, 2, 8, 1)); err != nil || res.FirstOffset != 8 {
+				t.Fatalf("next batch after restart: %+v, %v", res, err)
+			}
+			// A second restart replays the batch after the snapshot too.
+			if err := b.Close(); err != nil {
+				t.Fatal(err)
+			}
+			b = openT(t, dir, faultOpts(fs))
+			if res, err := b.AppendBatch("t", 0, idemBatch(t, 9, 2, 8, 1)); err != nil || !res.Duplicate || res.FirstOffset != 8 {
+				t.Fatalf("retry after the second restart: %+v, %v", res, err)
+			}
+			if st := b.Stats(); st.Partitions[0].Producers != 1 {
+				t.Fatalf("Stats: %d producers", st.Partitions[0].Producers)
+			}
+		})
+	}
+}
+
+func TestProducerBatchesAreIdempotent(t *testing.T) {
+	b := openT(t, t.TempDir(), nil)
+	createTopicT(t, b, "t", TopicConfig{Partitions: 2, Flush: FlushNone})
+	p := producerT(t, b, &ProducerOptions{BatchBytes: 512})
+	q := producerT(t, b, &ProducerOptions{DisableIdempotence: true})
+	pid, epoch := p.ProducerID()
+	if pid < 0 || epoch != 0 {
+		t.Fatalf("producer id %d epoch %d", pid, epoch)
+	}
+	if qid, _ := q.ProducerID(); qid != -1 {
+		t.Fatalf("non-idempotent producer has id %d", qid)
+	}
+	if p2 := producerT(t, b, nil); func() bool { id, _ := p2.ProducerID(); return id == pid }() {
+		t.Fatal("two producers share an id")
+	}
+	for i := range 400 {
+		p.ProduceAsync(context.Background(), &Record{Topic: "t", Key: []byte(fmt.Sprint(i)), Value: value("i", i)}, nil)
+		if i%4 == 0 {
+			q.ProduceAsync(context.Background(), &Record{Topic: "t", Key: []byte(fmt.Sprint(i)), Value: value("q", i)}, nil)
+		}
+	}
+	if err := p.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for part := range int32(2) {
+		next := int32(0)
+		batches := 0
+		for _, bt := range rawBatches(t, b, "t", part) {
+			if bt.ProducerID() == -1 {
+				continue
+			}
+			if bt.ProducerID() != pid || bt.ProducerEpoch() != epoch || bt.BaseSequence() != next {
+				t.Fatalf("partition %d batch at %d: producer %d/%d sequence %d, want %d/%d sequence %d",
+					part, bt.BaseOffset(), bt.ProducerID(), bt.ProducerEpoch(), bt.BaseSequence(), pid, epoch, next)
+			}
+			next += bt.LastOffsetDelta() + 1
+			batches++
+		}
+		if batches < 2 {
+			t.Fatalf("partition %d: %d batches; BatchBytes 512 should have cut several", part, batches)
+		}
+	}
+}
+
+func TestNextSequenceWraps(t *testing.T) {
+	cases := []struct{ seq, n, want int32 }{
+		{0, 1, 1},
+		{10, 5, 15},
+		{math.MaxInt32 - 1, 1, math.MaxInt32},
+		{math.MaxInt32, 1, 0},
+		{math.MaxInt32 - 2, 5, 2},
+	}
+	for _, c := range cases {
+		if got := nextSequence(c.seq, c.n); got != c.want {
+			t.Errorf("nextSequence(%d, %d) = %d, want %d", c.seq, c.n, got, c.want)
+		}
+	}
+}
+
+func TestLingerAndClose(t *testing.T) {
+	b := openT(t, t.TempDir(), nil)
+	createTopicT(t, b, "t", TopicConfig{Flush: FlushNone})
+	p, err := b.NewProducer(&ProducerOptions{Linger: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var acked atomic.Int64
+	for i := range 10 {
+		p.ProduceAsync(context.Background(), &Record{Topic: "t", Value: value("l", i)}, func(_ *Record, err error) {
+			if err == nil {
+				acked.Add(1)
+			}
+		})
+	}
+	l, _ := b.Log("t", 0)
+	if l.LogEndOffset() != 0 || acked.Load() != 0 {
+		t.Fatalf("lingering records appended early: end %d, %d acked", l.LogEndOffset(), acked.Load())
+	}
+	// Close appends what lingers, in one batch, and reports every outcome.
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if acked.Load() != 10 || l.LogEndOffset() != 10 {
+		t.Fatalf("after Close: %d acked, log end %d", acked.Load(), l.LogEndOffset())
+	}
+	if bs := rawBatches(t, b, "t", 0); len(bs) != 1 {
+		t.Fatalf("%d batches, want the 10 lingering records in 1", len(bs))
+	}
+	if err := p.Close(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("second Close: %v", err)
+	}
+	if _, _, err := p.Produce(context.Background(), &Record{Topic: "t"}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Produce after Close: %v", err)
+	}
+	// A short linger sends on its own.
+	q := producerT(t, b, &ProducerOptions{Linger: 5 * time.Millisecond})
+	if _, off, err := q.Produce(context.Background(), &Record{Topic: "t", Value: []byte("x")}); err != nil || off != 10 {
+		t.Fatalf("lingered produce: %d, %v", off, err)
+	}
+}

@@ -1,0 +1,204 @@
+package folio
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/foliolog/folio/topic"
+)
+
+func TestTopicLifecycle(t *testing.T) {
+	dir := t.TempDir()
+	b := openT(t, dir, nil)
+	cfg := TopicConfig{
+		Partitions:      3,
+		RetentionBytes:  1 << 20,
+		RetentionAge:    time.Hour,
+		SegmentBytes:    64 << 10,
+		Flush:           FlushNone,
+		ReadPath:        topic.ReadSendfile,
+		Cleanup:         topic.CleanupCompactDelete,
+		TimestampType:   topic.LogAppendTime,
+		MaxMessageBytes: 4096,
+		Compression:     topic.CompressionLZ4,
+	}
+	ti := createTopicT(t, b, "orders", cfg)
+	if ti.Name != "orders" || len(ti.Partitions) != 3 || ti.Config != cfg.WithDefaults() || ti.Internal {
+		t.Fatalf("CreateTopic returned %+v", ti)
+	}
+	createTopicT(t, b, "audit", TopicConfig{})
+	if _, err := b.CreateTopic("orders", TopicConfig{}); !errors.Is(err, ErrTopicExists) {
+		t.Fatalf("duplicate create: %v, want ErrTopicExists", err)
+	}
+	list, err := b.Topics()
+	if err != nil || len(list) != 2 || list[0].Name != "audit" || list[1].Name != "orders" {
+		t.Fatalf("Topics: %+v, %v", list, err)
+	}
+	if list[0].Config.Partitions != 1 || list[0].Config.Flush != FlushSync {
+		t.Fatalf("defaults not applied: %+v", list[0].Config)
+	}
+
+	grown, err := b.AddPartitions("orders", 5)
+	if err != nil || len(grown.Partitions) != 5 || grown.Config.Partitions != 5 {
+		t.Fatalf("AddPartitions: %+v, %v", grown, err)
+	}
+	if _, err := b.AddPartitions("orders", 4); !errors.Is(err, topic.ErrInvalidPartitions) {
+		t.Fatalf("shrinking: %v, want topic.ErrInvalidPartitions", err)
+	}
+	if _, err := b.AddPartitions("nope", 4); !errors.Is(err, ErrUnknownTopic) {
+		t.Fatalf("AddPartitions on unknown topic: %v", err)
+	}
+	// A new partition takes records at once.
+	p := producerT(t, b, &ProducerOptions{ManualPartitioning: true})
+	if part, off, err := p.Produce(context.Background(), &Record{Topic: "orders", Partition: 4, Value: []byte("x")}); err != nil || part != 4 || off != 0 {
+		t.Fatalf("produce to a new partition: %d %d %v", part, off, err)
+	}
+
+	// Everything survives a restart.
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b = openT(t, dir, nil)
+	got, err := b.DescribeTopic("orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := cfg.WithDefaults()
+	want.Partitions = 5
+	if got.Config != want || got.ID != ti.ID || got.Partitions[4].LogEndOffset != 1 {
+		t.Fatalf("after reopen: %+v, want config %+v and id %v", got, want, ti.ID)
+	}
+
+	if err := b.DeleteTopic("orders"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.DescribeTopic("orders"); !errors.Is(err, ErrUnknownTopic) {
+		t.Fatalf("describe deleted: %v", err)
+	}
+	if err := b.DeleteTopic("orders"); !errors.Is(err, ErrUnknownTopic) {
+		t.Fatalf("delete twice: %v", err)
+	}
+	for part := range 5 {
+		if _, err := os.Stat(filepath.Join(dir, topic.DirName("orders", int32(part)))); !os.IsNotExist(err) {
+			t.Fatalf("partition directory %d still there: %v", part, err)
+		}
+	}
+	// The name is free again, and the new topic is a new incarnation with
+	// no records of the old one.
+	again := createTopicT(t, b, "orders", TopicConfig{Partitions: 5})
+	if again.ID == ti.ID || again.Partitions[4].LogEndOffset != 0 {
+		t.Fatalf("re-created topic: %+v", again)
+	}
+}
+
+func TestTopicNames(t *testing.T) {
+	b := openT(t, t.TempDir(), nil)
+	for _, name := range []string{"", ".", "..", "a/b", `a\b`, "a b", "ü", strings.Repeat("x", 250), "a\x00"} {
+		if _, err := b.CreateTopic(name, TopicConfig{}); !errors.Is(err, ErrInvalidName) {
+			t.Errorf("CreateTopic(%q): %v, want ErrInvalidName", name, err)
+		}
+	}
+	if _, err := b.CreateTopic("__consumer_offsets", TopicConfig{}); !errors.Is(err, ErrReservedName) {
+		t.Errorf("reserved name: %v, want ErrReservedName", err)
+	}
+	if err := b.DeleteTopic("__consumer_offsets"); !errors.Is(err, ErrReservedName) {
+		t.Errorf("deleting an internal name: %v, want ErrReservedName", err)
+	}
+	for _, name := range []string{"a", "A.b-c_d", strings.Repeat("x", 249)} {
+		if _, err := b.CreateTopic(name, TopicConfig{}); err != nil {
+			t.Errorf("CreateTopic(%q): %v", name, err)
+		}
+	}
+	// Folio's own topics are created through the internal path.
+	if ti, err := b.createTopic("__folio_test", TopicConfig{}, true); err != nil || !ti.Internal {
+		t.Fatalf("internal topic: %+v, %v", ti, err)
+	}
+	ents, _ := os.ReadDir(b.Dir())
+	for _, e := range ents {
+		if strings.ContainsAny(e.Name(), `/\`) || strings.HasPrefix(e.Name(), "..") {
+			t.Fatalf("unexpected entry %q", e.Name())
+		}
+	}
+}
+
+func TestTopicConfigRefused(t *testing.T) {
+	b := openT(t, t.TempDir(), nil)
+	cases := map[string]TopicConfig{
+		"partitions":     {Partitions: -1},
+		"segment bytes":  {SegmentBytes: 100}, // valid for the catalog, too small for a log
+		"max message":    {MaxMessageBytes: 10},
+		"flush interval": {Flush: topic.FlushPolicy{Mode: topic.FlushInterval}},
+	}
+	for name, cfg := range cases {
+		t.Run(name, func(t *testing.T) {
+			if _, err := b.CreateTopic("t", cfg); !errors.Is(err, ErrInvalidConfig) && !errors.Is(err, topic.ErrInvalidConfig) {
+				t.Fatalf("CreateTopic: %v, want an invalid-config error", err)
+			}
+			if _, err := b.DescribeTopic("t"); !errors.Is(err, ErrUnknownTopic) {
+				t.Fatalf("a refused topic exists: %v", err)
+			}
+		})
+	}
+}
+
+func TestClosedBroker(t *testing.T) {
+	b, err := Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	createTopicT(t, b, "t", TopicConfig{})
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("second Close: %v", err)
+	}
+	if _, err := b.CreateTopic("u", TopicConfig{}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("CreateTopic after Close: %v", err)
+	}
+	if _, err := b.Topics(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Topics after Close: %v", err)
+	}
+	if _, err := b.NewProducer(nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("NewProducer after Close: %v", err)
+	}
+	if _, err := b.NewConsumer(nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("NewConsumer after Close: %v", err)
+	}
+	if err := b.Checkpoint(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Checkpoint after Close: %v", err)
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	if _, err := Open(t.TempDir(), &Options{MaxOpenSegments: -1}); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "MaxOpenSegments") {
+		t.Fatalf("Open with a bad option: %v", err)
+	}
+	b := openT(t, t.TempDir(), nil)
+	bad := map[string]any{
+		"Linger":           &ProducerOptions{Linger: -1},
+		"BatchBytes":       &ProducerOptions{BatchBytes: 10},
+		"MaxBufferedBytes": &ProducerOptions{MaxBufferedBytes: -1},
+		"Compression":      &ProducerOptions{Compression: 7},
+		"Reset":            &ConsumerOptions{Reset: 9},
+		"MaxPollRecords":   &ConsumerOptions{MaxPollRecords: -1},
+		"FetchBytes":       &ConsumerOptions{FetchBytes: -5},
+	}
+	for field, o := range bad {
+		var err error
+		switch o := o.(type) {
+		case *ProducerOptions:
+			_, err = b.NewProducer(o)
+		case *ConsumerOptions:
+			_, err = b.NewConsumer(o)
+		}
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), field) {
+			t.Errorf("%s: %v, want ErrInvalidConfig naming the field", field, err)
+		}
+	}
+}
