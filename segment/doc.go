@@ -128,8 +128,6 @@
 //     only the kept entries and the batches after the last offset entry,
 //     as in Kafka. Lookups stay correct: OffsetForTime never stops early on
 //     MaxTimestamp. Recover restores it.
-//   - A batch larger than IndexIntervalBytes gets an entry at the next
-//     batch, not at itself: the rule counts bytes before deciding.
 //   - Options are not persisted; reopening with a smaller MaxIndexBytes
 //     makes a rebuilt index stop early (longer scans, same answers).
 package segment

@@ -50,6 +50,11 @@ func (s *Segment) Read(offset int64, maxBytes int, maxPosition int64) (*readpath
 			}
 			end = next
 		}
+		if c.f.src == nil {
+			// Only a failed TruncateTo leaves an active segment without
+			// its reader; Recover reopens it.
+			return fmt.Errorf("segment: read %s: no reader after an earlier failure: %w", s.logPath, s.failure())
+		}
 		v, err = c.f.src.View(pos, int(end-pos))
 		if err != nil {
 			return fmt.Errorf("segment: read %s [%d, %d): %w", s.logPath, pos, end, err)

@@ -400,8 +400,23 @@ func (s *Segment) openSource(f *files, active bool) error {
 		return errors.Join(fmt.Errorf("segment: %s: %w", s.logPath, err), rf.Close())
 	}
 	f.read, f.src = sf, src
+	s.pruneSources()
 	s.inodeSources = append(s.inodeSources, sf)
 	return nil
+}
+
+// pruneSources forgets the sources whose last view is released, and
+// reports whether any other remains.
+func (s *Segment) pruneSources() (live bool) {
+	kept := s.inodeSources[:0]
+	for _, sf := range s.inodeSources {
+		if !sf.drained() {
+			kept = append(kept, sf)
+		}
+	}
+	clear(s.inodeSources[len(kept):])
+	s.inodeSources = kept
+	return len(kept) > 0
 }
 
 // closeSource closes f's Source. Views already handed out stay valid; the

@@ -3,8 +3,10 @@ package segment
 import (
 	"bytes"
 	"errors"
+	"io/fs"
 	"math"
 	"os"
+	"syscall"
 	"testing"
 
 	"github.com/foliolog/folio/index"
@@ -218,6 +220,36 @@ func TestIndexRuleMatchesKafka(t *testing.T) {
 	}
 }
 
+// With equal batches of size B and an interval of exactly 2B, the byte
+// count before batch i reaches 2B without passing it, so (Kafka's strict
+// ">") the entries fall on batches 3, 6, 9, ...: hand-computed, not from
+// the rule code.
+func TestIndexRuleBoundary(t *testing.T) {
+	rng := testRand(t)
+	dir := segDir(t)
+	first := buildBatch(t, 0, []int32{0}, []int64{10}, 50, rng)
+	size := len(first)
+	s := mustCreate(t, dir, 0, &Options{IndexIntervalBytes: 2 * size})
+	for i := range 12 {
+		b := buildBatch(t, int64(i), []int32{0}, []int64{10 + int64(i)}, 50, rng)
+		if len(b) != size {
+			t.Fatalf("batch %d is %d bytes, want %d", i, len(b), size)
+		}
+		if _, err := s.Append(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	gotOff, gotTime := readIndexFiles(t, dir, 0)
+	wantOff := []index.OffsetEntry{{Offset: 3, Position: 3 * int64(size)}, {Offset: 6, Position: 6 * int64(size)}, {Offset: 9, Position: 9 * int64(size)}}
+	wantTime := []index.TimeEntry{{Timestamp: 13, Offset: 3}, {Timestamp: 16, Offset: 6}, {Timestamp: 19, Offset: 9}, {Timestamp: 21, Offset: 11}}
+	if !equalEntries(gotOff, wantOff) || !equalEntries(gotTime, wantTime) {
+		t.Fatalf("entries\n %v\n %v\nwant\n %v\n %v", gotOff, gotTime, wantOff, wantTime)
+	}
+}
+
 func equalEntries[E comparable](a, b []E) bool {
 	if len(a) != len(b) {
 		return false
@@ -426,5 +458,87 @@ func TestDeleteWhileViewHeld(t *testing.T) {
 				t.Fatalf("Read after Delete: %v", err)
 			}
 		})
+	}
+}
+
+func TestDeleteLeavesDeletedFilesWhenUnlinkFails(t *testing.T) {
+	rng := testRand(t)
+	dir := segDir(t)
+	ffs := vfs.NewFaultFS()
+	s, err := Create(ffs, dir, 7, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill(t, s, &model{base: 7}, newGen(t, rng, 7), 5)
+	ffs.SetHook(func(op vfs.Op) error {
+		if op.Kind == vfs.OpRemove {
+			return syscall.EIO
+		}
+		return nil
+	})
+	if err := s.Delete(); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("Delete with failing unlinks: %v", err)
+	}
+	// The renames were made durable before the unlinks were tried, so a
+	// power cut now keeps only the .deleted names, for startup to remove.
+	ffs.SetHook(nil)
+	if err := ffs.PowerCut(); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	want := []string{"00000000000000000007.index.deleted", "00000000000000000007.log.deleted", "00000000000000000007.timeindex.deleted"}
+	if !equalEntries(names, want) {
+		t.Fatalf("after Delete and a power cut: %v, want %v", names, want)
+	}
+}
+
+func TestOpenMissingSegmentFailsOnUse(t *testing.T) {
+	dir := segDir(t)
+	s := mustOpen(t, dir, 0, nil)
+	if _, err := s.NextOffset(); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("NextOffset of a missing segment: %v", err)
+	}
+	if _, err := s.Read(0, 0, -1); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Read of a missing segment: %v", err)
+	}
+	if err := s.Activate(); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Activate of a missing segment: %v", err)
+	}
+}
+
+func TestReloadsDoNotAccumulate(t *testing.T) {
+	rng := testRand(t)
+	dir := segDir(t)
+	s := mustCreate(t, dir, 0, nil)
+	m := &model{}
+	fill(t, s, m, newGen(t, rng, 0), 10)
+	if err := s.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	for range 50 {
+		v, err := s.Read(0, 0, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v.Release()
+		if err := s.CloseIdle(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Read(0, 0, -1); err != nil {
+		t.Fatal(err)
+	}
+	s.resMu.RLock()
+	n := len(s.inodeSources)
+	s.resMu.RUnlock()
+	if n > 2 {
+		t.Fatalf("%d sources tracked after 50 reloads with every view released", n)
 	}
 }

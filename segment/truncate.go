@@ -126,15 +126,7 @@ func (s *Segment) truncationPoint(offset int64) (int64, error) {
 // replaces the file with a copy of the prefix (see TruncateTo), and f.log
 // becomes the copy. resMu must be held exclusively.
 func (s *Segment) cutLocked(f *files, newSize int64) error {
-	live := s.inodeSources[:0]
-	for _, sf := range s.inodeSources {
-		if !sf.drained() {
-			live = append(live, sf)
-		}
-	}
-	clear(s.inodeSources[len(live):])
-	s.inodeSources = live
-	if len(live) == 0 {
+	if !s.pruneSources() {
 		if err := f.log.Truncate(newSize); err != nil {
 			return fmt.Errorf("segment: truncate %s to %d: %w", s.logPath, newSize, err)
 		}
