@@ -55,6 +55,7 @@ type childCmd struct {
 // childReport is the child's answer to a read command.
 type childReport struct {
 	Bytes []int64  `json:"bytes"` // per connection, in connection order
+	Reads []int64  `json:"reads"` // read(2) calls that returned data, per connection
 	CRC   []uint32 `json:"crc"`   // per connection, when verifying
 	// Usage is getrusage(RUSAGE_SELF) of the child across the command:
 	// from receiving it until the last connection reached EOF.
@@ -341,6 +342,7 @@ func drain(addr string, cmd childCmd, bufs *[][]byte) childReport {
 		return rep
 	}
 	rep.Bytes = make([]int64, cmd.Conns)
+	rep.Reads = make([]int64, cmd.Conns)
 	if cmd.Verify {
 		rep.CRC = make([]uint32, cmd.Conns)
 	}
@@ -389,11 +391,14 @@ func drainOne(addr string, i int, cmd childCmd, buf []byte, rep *childReport) er
 	}
 	// A plain read loop: io.Copy to io.Discard would use io.Discard's own
 	// 8 KiB buffer and turn the buffer size into a hidden parameter.
-	var n int64
+	var n, reads int64
 	var crc uint32
 	for {
 		k, err := c.Read(buf)
 		n += int64(k)
+		if k > 0 {
+			reads++
+		}
 		if cmd.Verify {
 			crc = crc32.Update(crc, castagnoli, buf[:k])
 		}
@@ -405,6 +410,7 @@ func drainOne(addr string, i int, cmd childCmd, buf []byte, rep *childReport) er
 		}
 	}
 	rep.Bytes[i] = n
+	rep.Reads[i] = reads
 	if cmd.Verify {
 		rep.CRC[i] = crc
 	}

@@ -101,6 +101,7 @@ type readRun struct {
 	Elapsed  time.Duration
 	Sender   usage // this process across the window
 	Reader   usage // the child across its window (TCP only)
+	Reads    int64 // read(2) calls of the child that returned data (TCP only)
 }
 
 // allPaths is the order paths run in, and rows appear in, per configuration.
@@ -138,7 +139,7 @@ func runReadPaths(ctx context.Context, e *env) (tables []*table, err error) {
 		Columns: []column{
 			{"throughput", "MB/s"}, {"sender CPU", "ns/B"}, {"reader CPU", "ns/B"},
 			{"sender minor faults", "per MiB"}, {"sender major faults", "per MiB"},
-			{"reader minor faults", "per MiB"},
+			{"reader bytes per read", "KiB"},
 		},
 	}
 	tables = []*table{inproc, tcp}
@@ -223,7 +224,7 @@ func runReadPaths(ctx context.Context, e *env) (tables []*table, err error) {
 		"The consumer decodes every record (record.RecordIter, CRC check skipped: the bytes were checked on append) and sums every value byte; mmap views are touched inside readpath.Guard. CPU is getrusage(RUSAGE_SELF) across the run with the garbage collector held off.",
 	}, notes...)
 	tcp.Notes = append([]string{dataNote,
-		fmt.Sprintf("The reader is this program re-executed as a child process: one connection per consumer over 127.0.0.1, each drained with read(2) into a %s buffer and discarded. Sender CPU is getrusage(RUSAGE_SELF) of this process across the sending window only (connections set up, cache prepared and garbage collected before it); reader CPU is the child's own getrusage across its draining. Throughput runs until the child has read every byte. Before any timed run each path sent the file once to a checksumming reader and matched its CRC-32C.", formatBytes(int64(plan.ChildBuf))),
+		fmt.Sprintf("The reader is this program re-executed as a child process: one connection per consumer over 127.0.0.1, each drained with read(2) into a %s buffer and discarded; bytes per read shows how the kernel delivered the stream. Sender CPU is getrusage(RUSAGE_SELF) of this process across the sending window only (connections set up, cache prepared and garbage collected before it); reader CPU is the child's own getrusage across its draining. Throughput runs until the child has read every byte. Before any timed run each path sent the file once to a checksumming reader and matched its CRC-32C.", formatBytes(int64(plan.ChildBuf))),
 		"Go's TCP_NODELAY default is on; " + sockNote + ".",
 		"mmap + write is one write(2) per fetch from the mapping; pread + write reads each fetch into a pooled buffer first; sendfile is positional sendfile(2) inside RawConn.Write.",
 	}, notes...)
@@ -242,13 +243,17 @@ func addReadRow(inproc, tcp *table, p pathKind, params []string, c cacheState, r
 		cols["rcpu"] = append(cols["rcpu"], r.Reader.nsPerByte(r.Bytes))
 		cols["minflt"] = append(cols["minflt"], float64(r.Sender.MinFlt)/mib)
 		cols["majflt"] = append(cols["majflt"], float64(r.Sender.MajFlt)/mib)
-		cols["rminflt"] = append(cols["rminflt"], float64(r.Reader.MinFlt)/mib)
+		perRead := nan()
+		if r.Reads > 0 {
+			perRead = float64(r.Bytes) / float64(r.Reads) / 1024
+		}
+		cols["perread"] = append(cols["perread"], perRead)
 	}
 	cache := describeCache(c, res)
 	if p == pathMmapView || p == pathPread {
 		return inproc.add(params, cache, [][]float64{cols["mbps"], cols["recs"], cols["cpu"], cols["minflt"], cols["majflt"]})
 	}
-	return tcp.add(params, cache, [][]float64{cols["mbps"], cols["cpu"], cols["rcpu"], cols["minflt"], cols["majflt"], cols["rminflt"]})
+	return tcp.add(params, cache, [][]float64{cols["mbps"], cols["cpu"], cols["rcpu"], cols["minflt"], cols["majflt"], cols["perread"]})
 }
 
 // openSource opens the dataset for one run with the path's read path kind.
@@ -462,6 +467,7 @@ func tcpRun(child *readerChild, ds *dataset, p pathKind, plan []fetch, consumers
 		if n != ds.Size {
 			return rr, fmt.Errorf("%w: connection %d received %d bytes, the file holds %d", ErrMismatch, i, n, ds.Size)
 		}
+		rr.Reads += rep.Reads[i]
 	}
 	rr.Bytes = int64(consumers) * ds.Size
 	return rr, nil
