@@ -33,6 +33,15 @@ type Options struct {
 	ProducerIDBlock int64
 	// Now is the clock that stamps a topic's creation. Default time.Now.
 	Now func() time.Time
+	// ReadOnly opens the catalog for reading only, beside a live writer
+	// that holds the data directory (the CLI's read commands). Open then
+	// writes, renames, removes and syncs nothing: a missing data directory
+	// or catalog file is an error wrapping ErrNoCatalog instead of being
+	// created, leftovers of crashes stay where they are (Recovery lists
+	// them), and every method that would change the catalog returns
+	// ErrReadOnly. The Catalog is a snapshot of the file as it was at
+	// Open; it does not follow the writer's later changes. Default false.
+	ReadOnly bool
 }
 
 func (o *Options) validate() error {
@@ -56,7 +65,10 @@ type Info struct {
 	Config Config
 }
 
-// Recovery reports what OpenCatalog repaired in the data directory.
+// Recovery reports what OpenCatalog repaired in the data directory. For a
+// catalog opened with Options.ReadOnly it reports what a writable open
+// would repair, and nothing was changed; beside a live writer it may then
+// also list the directories of a create, grow or delete in progress.
 type Recovery struct {
 	// RemovedOrphans are partition directories the catalog does not name,
 	// left by a create that crashed before its catalog write (or a delete
@@ -81,12 +93,14 @@ type Recovery struct {
 // names them, and removed only after it stopped naming them, so a crash at
 // any point leaves the old state or the new one, and Open removes what a
 // crash left behind. One Catalog per data directory (the Broker's lock
-// file keeps a second process out). It is safe for concurrent use.
+// file keeps a second process out), beside any number of read-only ones
+// (Options.ReadOnly). It is safe for concurrent use.
 type Catalog struct {
 	fs       vfs.FS
 	dir      string
 	idBlock  int64
 	now      func() time.Time
+	readOnly bool
 	recovery Recovery
 
 	// catalogMu guards the fields below, and is held across every write of
@@ -106,6 +120,8 @@ type Catalog struct {
 // A catalog file that fails its checksum or does not decode is an error
 // wrapping ErrCorrupt; so is a missing catalog file beside partition
 // directories, since treating it as empty would remove them all.
+//
+// With Options.ReadOnly it only reads: see there.
 func OpenCatalog(dir string, opts *Options) (*Catalog, error) {
 	var o Options
 	if opts != nil {
@@ -123,7 +139,13 @@ func OpenCatalog(dir string, opts *Options) (*Catalog, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	c := &Catalog{fs: o.FS, dir: dir, idBlock: o.ProducerIDBlock, now: o.Now}
+	c := &Catalog{fs: o.FS, dir: dir, idBlock: o.ProducerIDBlock, now: o.Now, readOnly: o.ReadOnly}
+	if c.readOnly {
+		if err := c.openReadOnly(); err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
 	if err := c.ensureDir(); err != nil {
 		return nil, err
 	}
@@ -145,10 +167,85 @@ func OpenCatalog(dir string, opts *Options) (*Catalog, error) {
 		}
 	}
 	c.pidNext = c.state.nextProducerID
-	if err := c.repair(); err != nil {
+	plan, err := c.planRepair()
+	if err != nil {
 		return nil, err
 	}
+	if err := c.repair(plan); err != nil {
+		return nil, err
+	}
+	c.recovery = plan
 	return c, nil
+}
+
+// A read-only open reads a catalog file that fails its checks this many
+// times, pausing readOnlyRetryPause times the attempt number in between,
+// before it reports ErrCorrupt. The writer replaces the file by rename, so
+// a read through one open handle always sees one whole file; the retries
+// are for a file system that does not keep that promise (a network file
+// system's cache), and cost a truly corrupt catalog only a few
+// milliseconds.
+const (
+	readOnlyAttempts   = 4
+	readOnlyRetryPause = 5 * time.Millisecond
+)
+
+// openReadOnly is OpenCatalog for Options.ReadOnly: it stats, lists and
+// reads, and never changes the directory.
+func (c *Catalog) openReadOnly() error {
+	fi, err := c.fs.Stat(c.dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("%w: data directory %s: %w", ErrNoCatalog, c.dir, err)
+	case err != nil:
+		return fmt.Errorf("topic: data directory %s: %w", c.dir, err)
+	case !fi.IsDir():
+		return fmt.Errorf("%w: data directory %s is not a directory", ErrNoCatalog, c.dir)
+	}
+	for attempt := 1; ; attempt++ {
+		data, err := c.readCatalog()
+		if errors.Is(err, os.ErrNotExist) {
+			// As for a writable open: partition directories without a
+			// catalog mean a lost file, not a directory still being set up.
+			if err := c.refuseStrayPartitions(); err != nil {
+				return err
+			}
+			return fmt.Errorf("%w: %s: %w", ErrNoCatalog, c.path(CatalogFile), err)
+		}
+		if err == nil {
+			if c.state, err = decodeCatalog(data); err == nil {
+				break
+			}
+			err = fmt.Errorf("%w (in %s)", err, c.dir)
+		}
+		if !errors.Is(err, ErrCorrupt) {
+			return err
+		}
+		if attempt == readOnlyAttempts {
+			return fmt.Errorf("%w (read %d times)", err, attempt)
+		}
+		time.Sleep(readOnlyRetryPause * time.Duration(attempt))
+	}
+	c.pidNext = c.state.nextProducerID
+	plan, err := c.planRepair()
+	if err != nil {
+		return err
+	}
+	c.recovery = plan
+	return nil
+}
+
+// refuseReadOnly returns ErrReadOnly for op (on topic name, if not empty)
+// on a read-only catalog. It needs no lock: readOnly never changes after
+// Open.
+func (c *Catalog) refuseReadOnly(op, name string) error {
+	if !c.readOnly {
+		return nil
+	}
+	if name != "" {
+		op = fmt.Sprintf("%s %q", op, name)
+	}
+	return fmt.Errorf("%w: %s in %s", ErrReadOnly, op, c.dir)
 }
 
 func (c *Catalog) path(name string) string { return filepath.Join(c.dir, name) }
@@ -227,29 +324,23 @@ func (c *Catalog) refuseStrayPartitions() error {
 	return nil
 }
 
-// repair removes what crashes left behind and recreates missing partition
-// directories, so that the directory holds exactly what the catalog names.
-func (c *Catalog) repair() error {
+// planRepair lists what crashes left behind in the data directory and the
+// partition directories the catalog names that are missing. It only
+// stats and lists, so a read-only open uses it to report.
+func (c *Catalog) planRepair() (Recovery, error) {
+	var r Recovery
 	entries, err := c.fs.ReadDir(c.dir)
 	if err != nil {
-		return fmt.Errorf("topic: listing %s: %w", c.dir, err)
+		return r, fmt.Errorf("topic: listing %s: %w", c.dir, err)
 	}
-	changed := false
 	for _, e := range entries {
 		name := e.Name()
 		switch {
 		case name == catalogTmp:
-			if err := removeAll(c.fs, c.path(name)); err != nil {
-				return err
-			}
-			c.recovery.RemovedTemp, changed = true, true
+			r.RemovedTemp = true
 		case !e.IsDir():
 		case isDeleteDirName(name):
-			if err := removeAll(c.fs, c.path(name)); err != nil {
-				return err
-			}
-			c.recovery.RemovedDeletes = append(c.recovery.RemovedDeletes, name)
-			changed = true
+			r.RemovedDeletes = append(r.RemovedDeletes, name)
 		default:
 			t, p, ok := ParseDirName(name)
 			if !ok {
@@ -258,29 +349,44 @@ func (c *Catalog) repair() error {
 			if in, named := c.state.topics[t]; named && p < in.Config.Partitions {
 				continue
 			}
-			if err := removeAll(c.fs, c.path(name)); err != nil {
-				return err
-			}
-			c.recovery.RemovedOrphans = append(c.recovery.RemovedOrphans, name)
-			changed = true
+			r.RemovedOrphans = append(r.RemovedOrphans, name)
 		}
 	}
 	for _, in := range c.sortedTopics() {
 		for p := int32(0); p < in.Config.Partitions; p++ {
-			d := c.path(DirName(in.Name, p))
-			if _, err := c.fs.Stat(d); err == nil {
+			d := DirName(in.Name, p)
+			if _, err := c.fs.Stat(c.path(d)); err == nil {
 				continue
 			} else if !errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("topic: %s: %w", d, err)
+				return r, fmt.Errorf("topic: %s: %w", c.path(d), err)
 			}
-			if err := c.fs.MkdirAll(d, 0o755); err != nil {
-				return fmt.Errorf("topic: recreating %s: %w", d, err)
-			}
-			c.recovery.RecreatedDirs = append(c.recovery.RecreatedDirs, filepath.Base(d))
-			changed = true
+			r.RecreatedDirs = append(r.RecreatedDirs, d)
 		}
 	}
-	if changed {
+	return r, nil
+}
+
+// repair carries out plan: it removes what crashes left behind and
+// recreates missing partition directories, so that the directory holds
+// exactly what the catalog names.
+func (c *Catalog) repair(plan Recovery) error {
+	var doomed []string
+	if plan.RemovedTemp {
+		doomed = append(doomed, catalogTmp)
+	}
+	doomed = append(doomed, plan.RemovedDeletes...)
+	doomed = append(doomed, plan.RemovedOrphans...)
+	for _, name := range doomed {
+		if err := removeAll(c.fs, c.path(name)); err != nil {
+			return err
+		}
+	}
+	for _, name := range plan.RecreatedDirs {
+		if err := c.fs.MkdirAll(c.path(name), 0o755); err != nil {
+			return fmt.Errorf("topic: recreating %s: %w", c.path(name), err)
+		}
+	}
+	if len(doomed) > 0 || len(plan.RecreatedDirs) > 0 {
 		if err := c.fs.SyncDir(c.dir); err != nil {
 			return fmt.Errorf("topic: syncing %s: %w", c.dir, err)
 		}
@@ -288,7 +394,8 @@ func (c *Catalog) repair() error {
 	return nil
 }
 
-// Recovery reports what OpenCatalog repaired.
+// Recovery reports what OpenCatalog repaired, or for a read-only catalog
+// what a writable open would repair (see the Recovery type).
 func (c *Catalog) Recovery() Recovery { return c.recovery }
 
 // Dir returns the data directory.
@@ -314,6 +421,9 @@ func (c *Catalog) usableLocked() error {
 // zero fields take their defaults. The name must pass ValidateName and
 // must not collide with an existing topic (ErrNameCollision).
 func (c *Catalog) Create(name string, cfg Config) (Info, error) {
+	if err := c.refuseReadOnly("create", name); err != nil {
+		return Info{}, err
+	}
 	if err := ValidateName(name); err != nil {
 		return Info{}, err
 	}
@@ -323,6 +433,9 @@ func (c *Catalog) Create(name string, cfg Config) (Info, error) {
 // CreateInternal is Create for Folio's own topics, whose names start with
 // "__" (ValidateInternalName).
 func (c *Catalog) CreateInternal(name string, cfg Config) (Info, error) {
+	if err := c.refuseReadOnly("create", name); err != nil {
+		return Info{}, err
+	}
 	if err := ValidateInternalName(name); err != nil {
 		return Info{}, err
 	}
@@ -375,6 +488,9 @@ func (c *Catalog) create(name string, internal bool, cfg Config) (Info, error) {
 // but some directories remain; the next OpenCatalog removes them. Delete
 // does not refuse internal topics: that policy is the caller's.
 func (c *Catalog) Delete(name string) error {
+	if err := c.refuseReadOnly("delete", name); err != nil {
+		return err
+	}
 	c.catalogMu.Lock()
 	defer c.catalogMu.Unlock()
 	if err := c.usableLocked(); err != nil {
@@ -426,6 +542,9 @@ func (c *Catalog) Delete(name string) error {
 // partitions' directories. Partitions are never removed: a total that is
 // not above the current count is refused with ErrInvalidPartitions.
 func (c *Catalog) AddPartitions(name string, total int32) (Info, error) {
+	if err := c.refuseReadOnly("add partitions to", name); err != nil {
+		return Info{}, err
+	}
 	c.catalogMu.Lock()
 	defer c.catalogMu.Unlock()
 	if err := c.usableLocked(); err != nil {
@@ -458,6 +577,9 @@ func (c *Catalog) AddPartitions(name string, total int32) (Info, error) {
 // defaults, except Partitions: zero keeps the current count, and any other
 // count must equal it (AddPartitions changes it).
 func (c *Catalog) Alter(name string, cfg Config) (Info, error) {
+	if err := c.refuseReadOnly("alter", name); err != nil {
+		return Info{}, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return Info{}, fmt.Errorf("topic %q: %w", name, err)
 	}
@@ -523,6 +645,9 @@ func (c *Catalog) sortedTopics() []Info {
 // whose end is written to the catalog before the first id of the block is
 // handed out. A crash forfeits the rest of the current block.
 func (c *Catalog) AllocateProducerID() (int64, error) {
+	if err := c.refuseReadOnly("allocate a producer id", ""); err != nil {
+		return 0, err
+	}
 	c.catalogMu.Lock()
 	defer c.catalogMu.Unlock()
 	if err := c.usableLocked(); err != nil {

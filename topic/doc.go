@@ -52,6 +52,17 @@
 // catalog; so is a missing catalog file beside partition directories (a
 // data directory gets its catalog file before its first partition).
 //
+// A read-only open (Options.ReadOnly), for tools that inspect a data
+// directory beside the process that owns it, only stats, lists and reads.
+// It creates no directory or catalog (a missing one is ErrNoCatalog),
+// repairs nothing (Recovery then lists what a writable open would repair,
+// which beside a live writer can include a change in progress), and
+// refuses every change with ErrReadOnly. The writer replaces the catalog
+// by an atomic rename, so one read sees one whole catalog; a read that
+// fails the checksum anyway is retried a few times before it is reported
+// as ErrCorrupt. A read-only Catalog is a snapshot taken at open: it does
+// not see the writer's later changes, so it is reopened to refresh.
+//
 // A failure before the catalog rename leaves the old catalog in force and
 // the Catalog usable. A failed rename or directory fsync leaves it unknown
 // which catalog a restart will find, so the Catalog then refuses every call
@@ -114,8 +125,9 @@
 //
 // # Caveats
 //
-// One Catalog per data directory and process: the Broker's lock file keeps
-// others out. The caller closes a topic's partition logs before Delete.
+// One writable Catalog per data directory and process: the Broker's lock
+// file keeps others out. Read-only Catalogs take no lock and may be opened
+// beside it, in any process. The caller closes a topic's partition logs before Delete.
 // ProducerState's Check and Update must run under the partition's append
 // lock as a pair; each call alone is safe for concurrent use.
 package topic

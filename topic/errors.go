@@ -47,6 +47,14 @@ var (
 	// of the topic's partition directories. The topic is gone from the
 	// catalog; the leftovers are removed when the catalog is next opened.
 	ErrCleanupPending = errors.New("topic: partition directories left for removal")
+	// ErrReadOnly reports a change asked of a catalog opened with
+	// Options.ReadOnly.
+	ErrReadOnly = errors.New("topic: catalog opened read-only")
+	// ErrNoCatalog reports a read-only open of a data directory that does
+	// not exist, is not a directory, or holds no catalog file yet. Only a
+	// writable open creates them. When something is missing the error
+	// wraps os.ErrNotExist too.
+	ErrNoCatalog = errors.New("topic: no catalog in the data directory")
 	// ErrProducerIDsExhausted reports that every producer id up to
 	// math.MaxInt64 has been handed out.
 	ErrProducerIDsExhausted = errors.New("topic: producer ids exhausted")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"path/filepath"
 
 	"github.com/foliolog/folio/topic"
 )
@@ -58,6 +59,47 @@ func ExampleOpenCatalog() {
 	// segment.ms=7d
 	// flush=interval:100ms
 	// orders-2
+}
+
+// A read-only catalog beside the process that owns the directory: it
+// reads the catalog as the writer last committed it and changes nothing.
+func ExampleOpenCatalog_readOnly() {
+	dir, err := os.MkdirTemp("", "folio-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	_, err = topic.OpenCatalog(filepath.Join(dir, "data"), &topic.Options{ReadOnly: true})
+	fmt.Println("no data dir:", errors.Is(err, topic.ErrNoCatalog))
+
+	writer, err := topic.OpenCatalog(filepath.Join(dir, "data"), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer writer.Close()
+	if _, err := writer.Create("orders", topic.Config{Partitions: 2}); err != nil {
+		log.Fatal(err)
+	}
+
+	reader, err := topic.OpenCatalog(filepath.Join(dir, "data"), &topic.Options{ReadOnly: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer reader.Close()
+	topics, err := reader.List()
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, in := range topics {
+		fmt.Println(in.Name, in.Config.Partitions)
+	}
+	_, err = reader.Create("payments", topic.Config{})
+	fmt.Println("create:", errors.Is(err, topic.ErrReadOnly))
+	// Output:
+	// no data dir: true
+	// orders 2
+	// create: true
 }
 
 func ExampleKeyPartition() {
