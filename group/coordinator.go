@@ -1,0 +1,397 @@
+package group
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults of Options, Kafka's broker defaults where Kafka has one.
+const (
+	// DefaultMinSessionTimeout is group.min.session.timeout.ms.
+	DefaultMinSessionTimeout = 6 * time.Second
+	// DefaultMaxSessionTimeout is group.max.session.timeout.ms.
+	DefaultMaxSessionTimeout = 30 * time.Minute
+	// DefaultMaxMetadataBytes is offset.metadata.max.bytes.
+	DefaultMaxMetadataBytes = 4096
+)
+
+// Options configure a Coordinator. A nil *Options is invalid (Store and
+// Topics are required); every zero field means the default stated on it.
+type Options struct {
+	// Store holds the committed offsets: the partitions of
+	// __consumer_offsets. Required.
+	Store Store
+	// Topics answers partition counts and offsets of the data topics.
+	// Required.
+	Topics Topics
+	// Logger hears rebalances, expired members, offsets clamped at load
+	// and records skipped at load. Default: discard.
+	Logger *slog.Logger
+	// Now stamps commits (the commit timestamp of the record). Default
+	// time.Now. Session, rebalance and sync timeouts run on the runtime's
+	// timers, which testing/synctest makes virtual.
+	Now func() time.Time
+	// MinSessionTimeout and MaxSessionTimeout bound the session timeout a
+	// member may ask for (ErrInvalidSessionTimeout outside). Defaults
+	// DefaultMinSessionTimeout and DefaultMaxSessionTimeout.
+	MinSessionTimeout time.Duration
+	MaxSessionTimeout time.Duration
+	// InitialRebalanceDelay makes the first rebalance of an empty group
+	// wait this long for more members to join, and again after each new
+	// one, up to the rebalance timeout (Kafka's
+	// group.initial.rebalance.delay.ms, 3 s there). Default 0: the first
+	// member's rebalance completes at once, which suits members that start
+	// in one process.
+	InitialRebalanceDelay time.Duration
+	// MaxGroupSize caps the members of a group (ErrGroupMaxSizeReached).
+	// Default 0: no cap.
+	MaxGroupSize int
+	// MaxMetadataBytes caps the metadata string of a commit
+	// (ErrOffsetMetadataTooLarge). Default DefaultMaxMetadataBytes.
+	MaxMetadataBytes int
+}
+
+func (o *Options) withDefaults() Options {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.MinSessionTimeout == 0 {
+		c.MinSessionTimeout = DefaultMinSessionTimeout
+	}
+	if c.MaxSessionTimeout == 0 {
+		c.MaxSessionTimeout = DefaultMaxSessionTimeout
+	}
+	if c.MaxMetadataBytes == 0 {
+		c.MaxMetadataBytes = DefaultMaxMetadataBytes
+	}
+	return c
+}
+
+func (o *Options) validate() error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("%w: Options.%s %s", ErrInvalidOptions, field, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case o.Store == nil:
+		return bad("Store", "is nil")
+	case o.Store.Partitions() <= 0:
+		return bad("Store", "has %d partitions", o.Store.Partitions())
+	case o.Topics == nil:
+		return bad("Topics", "is nil")
+	case o.MinSessionTimeout < 0:
+		return bad("MinSessionTimeout", "%v is negative", o.MinSessionTimeout)
+	case o.MaxSessionTimeout < o.MinSessionTimeout:
+		return bad("MaxSessionTimeout", "%v is below MinSessionTimeout %v", o.MaxSessionTimeout, o.MinSessionTimeout)
+	case o.InitialRebalanceDelay < 0:
+		return bad("InitialRebalanceDelay", "%v is negative", o.InitialRebalanceDelay)
+	case o.MaxGroupSize < 0:
+		return bad("MaxGroupSize", "%d is negative", o.MaxGroupSize)
+	case o.MaxMetadataBytes < 0:
+		return bad("MaxMetadataBytes", "%d is negative", o.MaxMetadataBytes)
+	}
+	return nil
+}
+
+// Coordinator is the group coordinator: it runs the classic group protocol
+// for every group and stores their committed offsets in the Store. Its
+// methods are safe for concurrent use. See the package documentation.
+type Coordinator struct {
+	opts   Options
+	store  Store
+	topics Topics
+	logger *slog.Logger
+
+	// groupsMu guards groups and closed. Lock order: group.fenceMu, then
+	// group.mu, then groupsMu.
+	groupsMu sync.Mutex
+	groups   map[string]*group
+	closed   bool
+
+	// stats are counters since NewCoordinator; see Stats.
+	stats struct {
+		rebalances, commits, commitErrors, expired atomic.Int64
+		loaded, skipped, clamped                   atomic.Int64
+		loadTime                                   atomic.Int64
+	}
+}
+
+// NewCoordinator returns a Coordinator over opts.Store, after loading every
+// committed offset from it. An offset beyond its partition's log end
+// (records lost in a power cut under a flush policy other than FlushSync) is
+// clamped to the log end, durably, and reported to the Logger and in
+// Stats().Clamped, so the records later written at those offsets are not
+// skipped. Records that do not decode are skipped and counted.
+func NewCoordinator(opts *Options) (*Coordinator, error) {
+	o := opts.withDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	c := &Coordinator{opts: o, store: o.Store, topics: o.Topics, logger: o.Logger, groups: map[string]*group{}}
+	start := time.Now()
+	if err := c.load(); err != nil {
+		return nil, err
+	}
+	c.stats.loadTime.Store(int64(time.Since(start)))
+	return c, nil
+}
+
+// Close stops the coordinator: its timers stop, and every JoinGroup or
+// SyncGroup waiting returns ErrClosed (with ErrCoordinatorNotAvailable), as
+// does every later call. The Store is not closed. Close is idempotent;
+// later calls return ErrClosed.
+func (c *Coordinator) Close() error {
+	c.groupsMu.Lock()
+	if c.closed {
+		c.groupsMu.Unlock()
+		return ErrClosed
+	}
+	c.closed = true
+	groups := make([]*group, 0, len(c.groups))
+	for _, g := range c.groups {
+		groups = append(groups, g)
+	}
+	c.groupsMu.Unlock()
+	for _, g := range groups {
+		g.shutdown()
+	}
+	return nil
+}
+
+// errClosed is what requests get from a closed coordinator.
+func errClosed() error { return fmt.Errorf("%w: %w", ErrClosed, ErrCoordinatorNotAvailable) }
+
+// isClosed reports whether Close was called.
+func (c *Coordinator) isClosed() bool {
+	c.groupsMu.Lock()
+	defer c.groupsMu.Unlock()
+	return c.closed
+}
+
+// lookup returns a group, or nil if the coordinator does not know it.
+func (c *Coordinator) lookup(id string) (*group, error) {
+	c.groupsMu.Lock()
+	defer c.groupsMu.Unlock()
+	if c.closed {
+		return nil, errClosed()
+	}
+	return c.groups[id], nil
+}
+
+// getOrCreate returns a group, creating it Empty if needed.
+func (c *Coordinator) getOrCreate(id string) (*group, error) {
+	c.groupsMu.Lock()
+	defer c.groupsMu.Unlock()
+	if c.closed {
+		return nil, errClosed()
+	}
+	g := c.groups[id]
+	if g == nil {
+		g = newGroup(c, id)
+		c.groups[id] = g
+	}
+	return g, nil
+}
+
+// forget removes a dead group from the map, if it is still the one there.
+func (c *Coordinator) forget(g *group) {
+	c.groupsMu.Lock()
+	defer c.groupsMu.Unlock()
+	if c.groups[g.id] == g {
+		delete(c.groups, g.id)
+	}
+}
+
+// newMemberID makes a member id as Kafka does: the client id (or the
+// instance id of a static member), a dash and a random UUID.
+func newMemberID(clientID, instanceID string) string {
+	prefix := clientID
+	if instanceID != "" {
+		prefix = instanceID
+	}
+	var u [16]byte
+	_, _ = rand.Read(u[:]) // crypto/rand.Read never fails
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	h := hex.EncodeToString(u[:])
+	return prefix + "-" + h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// ValidateGeneration checks that memberID (with instanceID, for a static
+// member) is a member of the group at generation: the fence every fetch of
+// an in-process member passes, so that a member the group has expelled or
+// moved past reads nothing more (the classic protocol fences only commits
+// and heartbeats). It returns nil, or ErrUnknownMemberID,
+// ErrFencedInstanceID, ErrIllegalGeneration or ErrCoordinatorNotAvailable
+// wrapped with the group and member.
+func (c *Coordinator) ValidateGeneration(groupID, memberID, instanceID string, generation int32) error {
+	g, err := c.lookup(groupID)
+	if err != nil {
+		return err
+	}
+	if g == nil {
+		return fmt.Errorf("group %q: member %q: %w", groupID, memberID, ErrUnknownMemberID)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.state == StateDead {
+		return fmt.Errorf("group %q: %w", groupID, ErrCoordinatorNotAvailable)
+	}
+	if _, err := g.validateMemberLocked(memberID, instanceID); err != nil {
+		return err
+	}
+	if generation != g.generation {
+		return fmt.Errorf("group %q: member %q at generation %d, group at %d: %w", groupID, memberID, generation, g.generation, ErrIllegalGeneration)
+	}
+	return nil
+}
+
+// watch returns a channel that is closed at the group's next membership
+// change (a rebalance starts, a generation completes, a member is
+// removed). In-process members select on it next to their heartbeat
+// ticker, so they learn of a rebalance at once instead of at their next
+// heartbeat; the heartbeat they then send says what changed.
+func (c *Coordinator) watch(groupID string) <-chan struct{} {
+	g, err := c.lookup(groupID)
+	if err != nil || g == nil {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.watchCh == nil {
+		g.watchCh = make(chan struct{})
+	}
+	return g.watchCh
+}
+
+// Topics returns the topic view the coordinator was made with.
+func (c *Coordinator) Topics() Topics { return c.topics }
+
+// ListGroups lists the groups the coordinator knows, by id.
+func (c *Coordinator) ListGroups(ctx context.Context) ([]GroupListing, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c.groupsMu.Lock()
+	if c.closed {
+		c.groupsMu.Unlock()
+		return nil, errClosed()
+	}
+	groups := make([]*group, 0, len(c.groups))
+	for _, g := range c.groups {
+		groups = append(groups, g)
+	}
+	c.groupsMu.Unlock()
+	out := make([]GroupListing, 0, len(groups))
+	for _, g := range groups {
+		g.mu.Lock()
+		if g.state != StateDead {
+			out = append(out, GroupListing{Group: g.id, ProtocolType: g.protocolType, State: g.state})
+		}
+		g.mu.Unlock()
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Group < out[j].Group })
+	return out, nil
+}
+
+// DescribeGroups describes groups; an unknown group is reported Dead, as
+// Kafka does.
+func (c *Coordinator) DescribeGroups(ctx context.Context, groupIDs []string) ([]GroupDescription, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]GroupDescription, 0, len(groupIDs))
+	for _, id := range groupIDs {
+		g, err := c.lookup(id)
+		if err != nil {
+			return nil, err
+		}
+		if g == nil {
+			out = append(out, GroupDescription{Group: id, State: StateDead, GenerationID: -1})
+			continue
+		}
+		g.mu.Lock()
+		d := GroupDescription{Group: id, State: g.state, ProtocolType: g.protocolType, GenerationID: g.generation, LeaderID: g.leader}
+		if g.state == StateStable || g.state == StateCompletingRebalance {
+			d.Protocol = g.protocol
+		}
+		for _, mid := range g.order {
+			m := g.members[mid]
+			md := MemberDescription{MemberID: m.id, InstanceID: m.instanceID, ClientID: m.clientID, ClientHost: m.clientHost}
+			if d.Protocol != "" {
+				md.Metadata = slices.Clone(m.metadataFor(g.protocol))
+			}
+			if g.state == StateStable {
+				md.Assignment = slices.Clone(m.assignment)
+			}
+			d.Members = append(d.Members, md)
+		}
+		g.mu.Unlock()
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// Stats counts what the coordinator did since NewCoordinator.
+type Stats struct {
+	// Groups and Members are the groups known now and their members.
+	Groups, Members int
+	// Rebalances counts completed joins (new generations).
+	Rebalances int64
+	// Commits counts committed offsets written; CommitErrors the offsets
+	// a failed Store append left unknown.
+	Commits, CommitErrors int64
+	// Expired counts members removed for missing their session,
+	// rebalance or sync deadline.
+	Expired int64
+	// LoadedRecords are the offsets-topic records read at load, in
+	// LoadTime; SkippedRecords those that did not decode.
+	LoadedRecords, SkippedRecords int64
+	LoadTime                      time.Duration
+	// Clamped counts committed offsets found beyond their partition's log
+	// end at load and moved back to it.
+	Clamped int64
+}
+
+// Stats returns the coordinator's counters.
+func (c *Coordinator) Stats() Stats {
+	s := Stats{
+		Rebalances:     c.stats.rebalances.Load(),
+		Commits:        c.stats.commits.Load(),
+		CommitErrors:   c.stats.commitErrors.Load(),
+		Expired:        c.stats.expired.Load(),
+		LoadedRecords:  c.stats.loaded.Load(),
+		SkippedRecords: c.stats.skipped.Load(),
+		LoadTime:       time.Duration(c.stats.loadTime.Load()),
+		Clamped:        c.stats.clamped.Load(),
+	}
+	c.groupsMu.Lock()
+	groups := make([]*group, 0, len(c.groups))
+	for _, g := range c.groups {
+		groups = append(groups, g)
+	}
+	c.groupsMu.Unlock()
+	for _, g := range groups {
+		g.mu.Lock()
+		if g.state != StateDead {
+			s.Groups++
+			s.Members += len(g.members)
+		}
+		g.mu.Unlock()
+	}
+	return s
+}

@@ -1,0 +1,1190 @@
+package group
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults of MemberOptions, Kafka's consumer defaults.
+const (
+	// DefaultSessionTimeout is session.timeout.ms.
+	DefaultSessionTimeout = 45 * time.Second
+	// DefaultRebalanceTimeout is max.poll.interval.ms.
+	DefaultRebalanceTimeout = 5 * time.Minute
+	// DefaultHeartbeatInterval is heartbeat.interval.ms.
+	DefaultHeartbeatInterval = 3 * time.Second
+	// DefaultAutoCommitInterval is auto.commit.interval.ms.
+	DefaultAutoCommitInterval = 5 * time.Second
+	// DefaultClientID prefixes the member ids of dynamic members.
+	DefaultClientID = "folio"
+)
+
+// ResetPolicy is where a member starts reading a partition it is assigned
+// when the group has no committed offset for it (Kafka's
+// auto.offset.reset).
+type ResetPolicy uint8
+
+const (
+	// ResetLatest starts at the high watermark: only records produced from
+	// then on are read. Kafka's default, and the zero value.
+	ResetLatest ResetPolicy = iota
+	// ResetEarliest starts at the log start offset.
+	ResetEarliest
+	// ResetNone leaves the partition without a position: Poll returns
+	// ErrNoOffset until the application Seeks it.
+	ResetNone
+)
+
+func (r ResetPolicy) String() string {
+	switch r {
+	case ResetLatest:
+		return "latest"
+	case ResetEarliest:
+		return "earliest"
+	case ResetNone:
+		return "none"
+	}
+	return "ResetPolicy(" + strconv.Itoa(int(r)) + ")"
+}
+
+// MemberOptions configure a Member. A nil *MemberOptions is invalid
+// (Topics is required); every zero field means the default stated on it.
+type MemberOptions struct {
+	// Topics is the subscription. Required.
+	Topics []string
+	// Assignors are the assignors the member supports, preferred first;
+	// the group uses one that every member supports. If all of them are
+	// cooperative the member follows the cooperative protocol, else the
+	// eager one (Kafka's rule). Default [CooperativeSticky()].
+	Assignors []Assignor
+	// SessionTimeout: the coordinator expels the member after this long
+	// without a heartbeat. Default DefaultSessionTimeout.
+	SessionTimeout time.Duration
+	// RebalanceTimeout bounds how long a rebalance waits for this member to
+	// rejoin, and how long the application may go without calling Poll
+	// (or taking the next record of Records) before the member leaves the
+	// group on its own (Kafka's max.poll.interval.ms). Default
+	// DefaultRebalanceTimeout.
+	RebalanceTimeout time.Duration
+	// HeartbeatInterval is the period of the background heartbeat; it
+	// must be below SessionTimeout. Default DefaultHeartbeatInterval, or a
+	// third of SessionTimeout when that is shorter.
+	HeartbeatInterval time.Duration
+	// InstanceID makes the member static (group.instance.id): a restart
+	// within the session timeout takes its partitions back without a
+	// rebalance, Close does not leave the group, and another member
+	// joining with the same InstanceID fences this one
+	// (ErrFencedInstanceID). Default "": dynamic.
+	InstanceID string
+	// ClientID prefixes the member id. Default DefaultClientID.
+	ClientID string
+	// Reset says where to start in a partition without a committed
+	// offset. Default ResetLatest.
+	Reset ResetPolicy
+	// DisableAutoCommit turns off auto-commit. With auto-commit on (the
+	// default), Poll commits every AutoCommitInterval what the
+	// application has processed: the records of earlier Polls (a Poll
+	// call says the previous one's records are done), and in a Records
+	// loop every record whose loop body returned; processed records are
+	// also committed before a rebalance gives their partitions up and at
+	// Close. That is at-least-once: a record can be delivered again after
+	// a crash, never skipped.
+	DisableAutoCommit bool
+	// AutoCommitInterval is the period of auto-commit. Default
+	// DefaultAutoCommitInterval.
+	AutoCommitInterval time.Duration
+	// OnAssigned is called with partitions the member gains, after their
+	// positions are set and before they are read. Default nil.
+	OnAssigned func(ctx context.Context, partitions []TopicPartition)
+	// OnRevoked is called with partitions the member gives up in a
+	// rebalance or at Close, while it still owns them, so it can commit
+	// (Commit works here). Default nil.
+	OnRevoked func(ctx context.Context, partitions []TopicPartition)
+	// OnLost is called with partitions the member lost without giving
+	// them up: it was expelled or fenced, and their next owner may already
+	// read them, so commits fail. Default: OnRevoked, as in Kafka.
+	OnLost func(ctx context.Context, partitions []TopicPartition)
+	// Logger hears rebalances and failures of background work. Default:
+	// discard.
+	Logger *slog.Logger
+}
+
+func (o *MemberOptions) withDefaults() MemberOptions {
+	var c MemberOptions
+	if o != nil {
+		c = *o
+	}
+	if len(c.Assignors) == 0 {
+		c.Assignors = []Assignor{CooperativeSticky()}
+	}
+	if c.SessionTimeout == 0 {
+		c.SessionTimeout = DefaultSessionTimeout
+	}
+	if c.RebalanceTimeout == 0 {
+		c.RebalanceTimeout = DefaultRebalanceTimeout
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = min(DefaultHeartbeatInterval, c.SessionTimeout/3)
+	}
+	if c.ClientID == "" {
+		c.ClientID = DefaultClientID
+	}
+	if c.AutoCommitInterval == 0 {
+		c.AutoCommitInterval = DefaultAutoCommitInterval
+	}
+	if c.OnLost == nil {
+		c.OnLost = c.OnRevoked
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	c.Topics = slices.Clone(c.Topics)
+	return c
+}
+
+func (o *MemberOptions) validate() error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("%w: MemberOptions.%s %s", ErrInvalidOptions, field, fmt.Sprintf(format, args...))
+	}
+	if len(o.Topics) == 0 {
+		return bad("Topics", "is empty")
+	}
+	for _, t := range o.Topics {
+		if t == "" {
+			return bad("Topics", "holds an empty name")
+		}
+	}
+	names := map[string]bool{}
+	for i, a := range o.Assignors {
+		if a == nil {
+			return bad("Assignors", "[%d] is nil", i)
+		}
+		if names[a.Name()] {
+			return bad("Assignors", "names %q twice", a.Name())
+		}
+		names[a.Name()] = true
+	}
+	switch {
+	case o.SessionTimeout < 0:
+		return bad("SessionTimeout", "%v is negative", o.SessionTimeout)
+	case o.RebalanceTimeout < 0:
+		return bad("RebalanceTimeout", "%v is negative", o.RebalanceTimeout)
+	case o.HeartbeatInterval <= 0 || o.HeartbeatInterval >= o.SessionTimeout:
+		return bad("HeartbeatInterval", "%v must be positive and below SessionTimeout %v", o.HeartbeatInterval, o.SessionTimeout)
+	case o.AutoCommitInterval < 0:
+		return bad("AutoCommitInterval", "%v is negative", o.AutoCommitInterval)
+	case o.Reset > ResetNone:
+		return bad("Reset", "%d is not a reset policy", o.Reset)
+	}
+	return nil
+}
+
+// Reader is what a Member consumes through: a consumer of assigned
+// partitions from positions set from outside. The Broker adapts its plain
+// Consumer to it, so consuming through a group uses the same records and
+// the same poll loop as consuming without one.
+type Reader[R any] interface {
+	// Assign starts reading partitions at the given offsets, or moves to
+	// them in partitions already assigned. An offset outside a partition's
+	// range is the Reader's to handle (the Broker's consumer applies the
+	// member's reset policy).
+	Assign(starts []StartOffset) error
+	// Unassign stops reading partitions.
+	Unassign(tps []TopicPartition) error
+	// Poll returns the next records of the assigned partitions, blocking
+	// until there are some or ctx ends (then it returns ctx's error and
+	// moves no position).
+	Poll(ctx context.Context) ([]R, error)
+	// Locate returns the partition and offset of a record Poll returned.
+	Locate(rec R) (TopicPartition, int64)
+}
+
+// StartOffset is where a Reader starts in a partition.
+type StartOffset struct {
+	TopicPartition
+	Offset int64
+}
+
+// errRejoin is the cause with which the heartbeat interrupts a fetch that
+// waits for records, so that Poll rejoins the group.
+var errRejoin = errors.New("group: rejoin needed")
+
+// Member is an in-process member of a consumer group that reads records R
+// through a Reader. It joins with its subscription, heartbeats in the
+// background, runs the assignor when the coordinator elects it leader,
+// and moves its Reader's assignment with each generation. Rebalances and
+// their callbacks run inside Poll (and Records), on the application's
+// goroutine, as in Kafka's consumer. Every fetch, heartbeat and commit
+// carries its member id and generation; once the group has expelled or
+// moved past it, they are refused and the member gives up its partitions
+// (OnLost) and rejoins.
+//
+// Poll and Records may not be called from the callbacks, nor from several
+// goroutines at once with any benefit (they serialize). Commit, Assignment
+// and the other getters are safe from any goroutine.
+type Member[R any] struct {
+	coord     *Coordinator
+	group     string
+	reader    Reader[R]
+	opts      MemberOptions
+	protocol  RebalanceProtocol
+	assignors map[string]Assignor
+	logger    *slog.Logger
+
+	// pollMu serializes the application's side: Poll, Records' polls and
+	// Close. Rebalances and the callbacks run under it.
+	pollMu sync.Mutex
+
+	// mu guards every field below.
+	mu         sync.Mutex
+	memberID   string
+	generation int32
+	leader     bool
+	// rejoin asks the next Poll to rejoin; fenced holds the error that
+	// removed the member from its generation (its partitions are lost);
+	// fatal stops the member for good.
+	rejoin      bool
+	fenced      error
+	fatal       error
+	inRebalance bool
+	inPoll      bool
+	closing     bool
+	// freeze, when set, stops the heartbeat until it is closed: tests
+	// pause the member's process with it.
+	freeze       chan struct{}
+	lastPoll     time.Time
+	owned        map[TopicPartition]bool
+	unpositioned map[TopicPartition]bool
+	// consumed is the position after the records handed to the
+	// application; processed after those it finished; pending after the
+	// last Poll's, which become processed at the next Poll; committed is
+	// what the coordinator acknowledged.
+	consumed, processed, pending, committed map[TopicPartition]int64
+	nextAutoCommit                          time.Time
+	partitionCounts                         map[string]int32 // the leader's view at its last assignment
+	pollCancel, fetchCancel                 context.CancelCauseFunc
+
+	kick   chan struct{}
+	stop   chan struct{}
+	wg     sync.WaitGroup
+	closed atomic.Bool
+}
+
+// Join joins a group with a subscription and returns once the member has
+// its first assignment (and its OnAssigned ran), or ctx ended. The
+// coordinator and reader stay owned by the caller; Close the Member before
+// either.
+func Join[R any](ctx context.Context, c *Coordinator, groupID string, reader Reader[R], opts *MemberOptions) (*Member[R], error) {
+	o := opts.withDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	if groupID == "" {
+		return nil, fmt.Errorf("%w: empty group id: %w", ErrInvalidOptions, ErrInvalidGroupID)
+	}
+	if c == nil || reader == nil {
+		return nil, fmt.Errorf("%w: nil coordinator or reader", ErrInvalidOptions)
+	}
+	m := &Member[R]{
+		coord: c, group: groupID, reader: reader, opts: o, logger: o.Logger,
+		assignors: map[string]Assignor{}, protocol: Cooperative, generation: -1,
+		owned: map[TopicPartition]bool{}, unpositioned: map[TopicPartition]bool{},
+		consumed: map[TopicPartition]int64{}, processed: map[TopicPartition]int64{},
+		pending: map[TopicPartition]int64{}, committed: map[TopicPartition]int64{},
+		lastPoll: time.Now(), kick: make(chan struct{}, 1), stop: make(chan struct{}),
+	}
+	for _, a := range o.Assignors {
+		m.assignors[a.Name()] = a
+		if a.Protocol() != Cooperative {
+			m.protocol = Eager
+		}
+	}
+	m.nextAutoCommit = time.Now().Add(o.AutoCommitInterval)
+	m.wg.Add(1)
+	go m.heartbeatLoop()
+	m.pollMu.Lock()
+	err := m.ensureActive(ctx)
+	m.pollMu.Unlock()
+	if err != nil {
+		m.closed.Store(true)
+		m.leaveQuietly()
+		close(m.stop)
+		m.wg.Wait()
+		return nil, err
+	}
+	return m, nil
+}
+
+// MemberID returns the member id of the current generation ("" while the
+// member is not in the group).
+func (m *Member[R]) MemberID() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.memberID
+}
+
+// Generation returns the generation the member is in, -1 if none.
+func (m *Member[R]) Generation() int32 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.generation
+}
+
+// Assignment returns the partitions the member owns, sorted.
+func (m *Member[R]) Assignment() []TopicPartition {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return sortedPartitions(slices.Collect(maps.Keys(m.owned)))
+}
+
+// Group returns the group id.
+func (m *Member[R]) Group() string { return m.group }
+
+// Poll returns the next records of the member's partitions, blocking until
+// there are some or ctx ends. Calling it says that the records of the
+// previous Poll are processed. It first does what the group needs: a
+// pending rebalance (with its callbacks), the auto-commit when due, the
+// handling of a fencing (OnLost, then rejoin). It returns ErrNoOffset while
+// a partition without committed offset waits for a Seek (ResetNone), and
+// ErrFencedInstanceID once another process took the member's InstanceID.
+func (m *Member[R]) Poll(ctx context.Context) ([]R, error) {
+	recs, err := m.poll(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	for _, r := range recs {
+		tp, off := m.reader.Locate(r)
+		if m.owned[tp] {
+			m.consumed[tp] = max(m.consumed[tp], off+1)
+			m.pending[tp] = max(m.pending[tp], off+1)
+		}
+	}
+	m.mu.Unlock()
+	return recs, nil
+}
+
+// Records iterates over the member's records, polling as needed, until the
+// loop stops or an error (ctx's included) is yielded. A record counts as
+// processed (for auto-commit) once the loop body returns for it; breaking
+// out of the loop leaves the next Records or Poll at the record after it.
+func (m *Member[R]) Records(ctx context.Context) iter.Seq2[R, error] {
+	return func(yield func(R, error) bool) {
+		for {
+			recs, err := m.poll(ctx)
+			if err != nil {
+				var zero R
+				yield(zero, err)
+				return
+			}
+			for i, r := range recs {
+				tp, off := m.reader.Locate(r)
+				m.mu.Lock()
+				owned := m.owned[tp]
+				if owned {
+					m.consumed[tp] = max(m.consumed[tp], off+1)
+				}
+				m.mu.Unlock()
+				if !owned {
+					continue // revoked by a Close from the loop body
+				}
+				more := yield(r, nil)
+				m.mu.Lock()
+				m.lastPoll = time.Now()
+				if m.owned[tp] {
+					m.processed[tp] = max(m.processed[tp], off+1)
+				}
+				m.mu.Unlock()
+				if !more {
+					m.rewind(recs[i+1:])
+					return
+				}
+			}
+		}
+	}
+}
+
+// rewind moves the Reader back to the first of recs per partition: records
+// a poll returned that the application did not take.
+func (m *Member[R]) rewind(recs []R) {
+	first := map[TopicPartition]int64{}
+	for _, r := range recs {
+		tp, off := m.reader.Locate(r)
+		if _, ok := first[tp]; !ok {
+			first[tp] = off
+		}
+	}
+	m.mu.Lock()
+	var starts []StartOffset
+	for tp, off := range first {
+		if m.owned[tp] {
+			starts = append(starts, StartOffset{tp, off})
+		}
+	}
+	m.mu.Unlock()
+	if len(starts) > 0 {
+		if err := m.reader.Assign(starts); err != nil {
+			m.logger.Warn("group: rewinding the reader after the loop stopped", "group", m.group, "err", err)
+		}
+	}
+}
+
+// poll runs the group's work and one fetch, and returns its records.
+func (m *Member[R]) poll(ctx context.Context) ([]R, error) {
+	if m.closed.Load() {
+		return nil, ErrClosed
+	}
+	m.pollMu.Lock()
+	defer m.pollMu.Unlock()
+	pctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	m.mu.Lock()
+	if m.closed.Load() {
+		m.mu.Unlock()
+		return nil, ErrClosed
+	}
+	m.pollCancel, m.inPoll, m.lastPoll = cancel, true, time.Now()
+	// A new poll says the records of the previous Poll are processed.
+	for tp, off := range m.pending {
+		if m.owned[tp] {
+			m.processed[tp] = max(m.processed[tp], off)
+		}
+	}
+	clear(m.pending)
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		m.pollCancel, m.inPoll, m.lastPoll = nil, false, time.Now()
+		m.mu.Unlock()
+	}()
+	for {
+		if pctx.Err() != nil {
+			return nil, context.Cause(pctx)
+		}
+		if err := m.ensureActive(pctx); err != nil {
+			return nil, err
+		}
+		m.maybeAutoCommit(pctx)
+		m.mu.Lock()
+		if len(m.unpositioned) > 0 {
+			tps := sortedPartitions(slices.Collect(maps.Keys(m.unpositioned)))
+			m.mu.Unlock()
+			return nil, fmt.Errorf("group %q: %v: %w", m.group, tps, ErrNoOffset)
+		}
+		if m.rejoin || m.fenced != nil || m.fatal != nil {
+			m.mu.Unlock()
+			continue
+		}
+		id, gen := m.memberID, m.generation
+		fctx, fcancel := context.WithCancelCause(pctx)
+		m.fetchCancel = fcancel
+		m.mu.Unlock()
+
+		recs, err := m.fetch(fctx, id, gen)
+		m.mu.Lock()
+		m.fetchCancel = nil
+		m.mu.Unlock()
+		fcancel(nil)
+		if err != nil {
+			if pctx.Err() != nil {
+				return nil, context.Cause(pctx)
+			}
+			if errors.Is(context.Cause(fctx), errRejoin) || fencingError(err) {
+				continue
+			}
+			return nil, err
+		}
+		if len(recs) > 0 {
+			return recs, nil
+		}
+	}
+}
+
+// fetch reads once, fenced by the member's generation before and after:
+// records read by a member the group moved past are dropped (their next
+// owner reads them from the committed offset).
+func (m *Member[R]) fetch(ctx context.Context, id string, gen int32) ([]R, error) {
+	if err := m.coord.ValidateGeneration(m.group, id, m.opts.InstanceID, gen); err != nil {
+		return nil, m.onRequestError(err)
+	}
+	recs, err := m.reader.Poll(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.coord.ValidateGeneration(m.group, id, m.opts.InstanceID, gen); err != nil {
+		return nil, m.onRequestError(err)
+	}
+	return recs, nil
+}
+
+// onRequestError records what a refused request says about the member and
+// returns err.
+func (m *Member[R]) onRequestError(err error) error {
+	switch {
+	case errors.Is(err, ErrFencedInstanceID), errors.Is(err, ErrClosed):
+		m.setFatal(err)
+	case fencingError(err):
+		m.markFenced(err)
+	case errors.Is(err, ErrRebalanceInProgress):
+		m.requestRejoin()
+	}
+	return err
+}
+
+// interruptLocked stops a fetch that waits for records, so that Poll
+// attends to the group.
+func (m *Member[R]) interruptLocked() {
+	if m.fetchCancel != nil {
+		m.fetchCancel(errRejoin)
+	}
+}
+
+func (m *Member[R]) requestRejoin() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.rejoin = true
+	m.interruptLocked()
+}
+
+func (m *Member[R]) markFenced(err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fenced == nil {
+		m.fenced = err
+	}
+	m.interruptLocked()
+}
+
+func (m *Member[R]) setFatal(err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fatal == nil {
+		m.fatal = err
+	}
+	m.interruptLocked()
+}
+
+// ensureActive brings the member into the current generation: it handles a
+// fencing (the partitions are lost), then joins and syncs until the member
+// holds an assignment and needs no second rebalance.
+func (m *Member[R]) ensureActive(ctx context.Context) error {
+	for {
+		m.mu.Lock()
+		fatal, fenced := m.fatal, m.fenced
+		need := m.rejoin || m.memberID == "" || m.generation < 0
+		m.mu.Unlock()
+		if fatal != nil {
+			return fatal
+		}
+		if fenced != nil {
+			m.lose(ctx, fenced)
+			continue
+		}
+		if !need {
+			return nil
+		}
+		if err := m.joinAndSync(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// lose gives up every partition without committing: the member was
+// expelled or moved past, so their next owner may already have them.
+func (m *Member[R]) lose(ctx context.Context, cause error) {
+	m.mu.Lock()
+	lost := sortedPartitions(slices.Collect(maps.Keys(m.owned)))
+	m.dropLocked(lost)
+	if !errors.Is(cause, ErrIllegalGeneration) {
+		m.memberID = ""
+	}
+	m.generation, m.leader, m.fenced, m.rejoin = -1, false, nil, true
+	m.mu.Unlock()
+	m.logger.Info("group: member lost its partitions", "group", m.group, "partitions", len(lost), "cause", cause)
+	if len(lost) > 0 {
+		if err := m.reader.Unassign(lost); err != nil {
+			m.logger.Warn("group: unassigning lost partitions", "group", m.group, "err", err)
+		}
+		if m.opts.OnLost != nil {
+			m.opts.OnLost(ctx, lost)
+		}
+	}
+}
+
+// dropLocked forgets the member's state for partitions it gives up.
+func (m *Member[R]) dropLocked(tps []TopicPartition) {
+	for _, tp := range tps {
+		delete(m.owned, tp)
+		delete(m.unpositioned, tp)
+		delete(m.consumed, tp)
+		delete(m.processed, tp)
+		delete(m.pending, tp)
+		delete(m.committed, tp)
+	}
+}
+
+// joinAndSync runs one rebalance from the member's side: JoinGroup, the
+// assignment if it leads, SyncGroup, and the new assignment applied.
+func (m *Member[R]) joinAndSync(ctx context.Context) error {
+	m.mu.Lock()
+	m.inRebalance, m.rejoin = true, false
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		m.inRebalance = false
+		m.mu.Unlock()
+		select {
+		case m.kick <- struct{}{}: // heartbeat at once: a rebalance may have begun meanwhile
+		default:
+		}
+	}()
+	m.mu.Lock()
+	inGeneration := m.memberID != "" && m.generation >= 0
+	m.mu.Unlock()
+	if inGeneration && !m.opts.DisableAutoCommit {
+		// Commit what was processed while the partitions are surely ours
+		// (Kafka's onJoinPrepare).
+		if err := m.commitProcessed(ctx, nil); err != nil && ctx.Err() != nil {
+			return err
+		}
+	}
+	if m.protocol == Eager {
+		m.mu.Lock()
+		all := sortedPartitions(slices.Collect(maps.Keys(m.owned)))
+		m.mu.Unlock()
+		if err := m.revoke(ctx, all); err != nil {
+			return err
+		}
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return context.Cause(ctx)
+		}
+		m.mu.Lock()
+		if m.fatal != nil {
+			m.mu.Unlock()
+			return m.fatal
+		}
+		if m.fenced != nil {
+			m.mu.Unlock()
+			return nil // ensureActive loses the partitions and calls again
+		}
+		req := &JoinGroupRequest{
+			Group: m.group, SessionTimeout: m.opts.SessionTimeout, RebalanceTimeout: m.opts.RebalanceTimeout,
+			MemberID: m.memberID, InstanceID: m.opts.InstanceID, ProtocolType: ProtocolTypeConsumer,
+			RequireKnownMemberID: true, ClientID: m.opts.ClientID,
+		}
+		owned := slices.Collect(maps.Keys(m.owned))
+		meta := encodeSubscription(m.opts.Topics, owned, m.generation)
+		m.mu.Unlock()
+		for _, a := range m.opts.Assignors {
+			req.Protocols = append(req.Protocols, JoinGroupProtocol{Name: a.Name(), Metadata: meta})
+		}
+		resp, err := m.coord.JoinGroup(ctx, req)
+		switch {
+		case errors.Is(err, ErrMemberIDRequired) && resp != nil:
+			m.mu.Lock()
+			m.memberID = resp.MemberID
+			m.mu.Unlock()
+			continue
+		case errors.Is(err, ErrRebalanceInProgress), errors.Is(err, ErrCoordinatorNotAvailable) && !errors.Is(err, ErrClosed):
+			continue
+		case err != nil:
+			m.onRequestError(err)
+			if fencingError(err) && !errors.Is(err, ErrFencedInstanceID) {
+				return nil // lost and rejoined by ensureActive
+			}
+			return err
+		}
+		m.mu.Lock()
+		m.memberID, m.generation, m.leader = resp.MemberID, resp.GenerationID, resp.LeaderID == resp.MemberID
+		m.mu.Unlock()
+		var plan []SyncGroupAssignment
+		if resp.LeaderID == resp.MemberID && !resp.SkipAssignment {
+			if plan, err = m.assign(resp); err != nil {
+				return err
+			}
+		}
+		sresp, err := m.coord.SyncGroup(ctx, &SyncGroupRequest{
+			Group: m.group, GenerationID: resp.GenerationID, MemberID: resp.MemberID, InstanceID: m.opts.InstanceID,
+			ProtocolType: ProtocolTypeConsumer, ProtocolName: resp.ProtocolName, Assignments: plan,
+		})
+		switch {
+		case errors.Is(err, ErrRebalanceInProgress):
+			continue
+		case err != nil:
+			m.onRequestError(err)
+			if fencingError(err) && !errors.Is(err, ErrFencedInstanceID) {
+				return nil
+			}
+			return err
+		}
+		tps, err := decodeAssignment(sresp.Assignment)
+		if err != nil {
+			m.setFatal(err)
+			return err
+		}
+		m.logger.Debug("group: joined", "group", m.group, "member", resp.MemberID, "generation", resp.GenerationID,
+			"protocol", resp.ProtocolName, "leader", resp.LeaderID == resp.MemberID, "partitions", len(tps))
+		return m.applyAssignment(ctx, tps)
+	}
+}
+
+// assign runs the group's assignor over every member's subscription, as the
+// leader, and encodes each member's share.
+func (m *Member[R]) assign(resp *JoinGroupResponse) ([]SyncGroupAssignment, error) {
+	a := m.assignors[resp.ProtocolName]
+	if a == nil {
+		return nil, fmt.Errorf("%w: group %q chose assignor %q, which the leader does not have", ErrAssignment, m.group, resp.ProtocolName)
+	}
+	subs := make([]Subscription, 0, len(resp.Members))
+	counts := map[string]int32{}
+	for _, jm := range resp.Members {
+		s, err := decodeSubscription(jm.MemberID, jm.InstanceID, jm.Metadata)
+		if err != nil {
+			// A member whose metadata does not decode gets nothing.
+			m.logger.Warn("group: member subscription does not decode", "group", m.group, "member", jm.MemberID, "err", err)
+			s = Subscription{MemberID: jm.MemberID, InstanceID: jm.InstanceID, Generation: -1}
+		}
+		subs = append(subs, s)
+		for _, t := range s.Topics {
+			if _, seen := counts[t]; seen {
+				continue
+			}
+			if n, err := m.coord.topics.Partitions(t); err == nil {
+				counts[t] = n
+			}
+		}
+	}
+	plan := a.Assign(subs, counts)
+	if a.Protocol() == Cooperative {
+		// Whatever the assignor did, no partition goes to a new owner
+		// before its old one released it.
+		withholdTransfers(plan, subs, counts)
+	}
+	out := make([]SyncGroupAssignment, 0, len(subs))
+	for _, s := range subs {
+		out = append(out, SyncGroupAssignment{MemberID: s.MemberID, Assignment: encodeAssignment(plan[s.MemberID])})
+	}
+	m.mu.Lock()
+	m.partitionCounts = counts
+	m.mu.Unlock()
+	return out, nil
+}
+
+// revoke gives up partitions in an orderly way: what was processed is
+// committed, OnRevoked runs while they are still owned, then the Reader
+// stops reading them.
+func (m *Member[R]) revoke(ctx context.Context, tps []TopicPartition) error {
+	if len(tps) == 0 {
+		return nil
+	}
+	if !m.opts.DisableAutoCommit {
+		if err := m.commitProcessed(ctx, tps); err != nil && ctx.Err() != nil {
+			return err
+		}
+	}
+	if m.opts.OnRevoked != nil {
+		m.opts.OnRevoked(ctx, tps)
+	}
+	if err := m.reader.Unassign(tps); err != nil {
+		m.logger.Warn("group: unassigning revoked partitions", "group", m.group, "err", err)
+	}
+	m.mu.Lock()
+	m.dropLocked(tps)
+	m.mu.Unlock()
+	return nil
+}
+
+// applyAssignment moves the member to a new assignment: revoked partitions
+// are given up (and, under the cooperative protocol, the member rejoins so
+// that their new owners can get them), added ones start from the committed
+// offset or the reset policy.
+func (m *Member[R]) applyAssignment(ctx context.Context, tps []TopicPartition) error {
+	next := map[TopicPartition]bool{}
+	for _, tp := range tps {
+		next[tp] = true
+	}
+	m.mu.Lock()
+	var revoked, added []TopicPartition
+	for tp := range m.owned {
+		if !next[tp] {
+			revoked = append(revoked, tp)
+		}
+	}
+	for tp := range next {
+		if !m.owned[tp] {
+			added = append(added, tp)
+		}
+	}
+	m.mu.Unlock()
+	revoked, added = sortedPartitions(revoked), sortedPartitions(added)
+	if err := m.revoke(ctx, revoked); err != nil {
+		return err
+	}
+	if len(revoked) > 0 && m.protocol == Cooperative {
+		m.requestRejoin()
+	}
+	if len(added) == 0 {
+		return nil
+	}
+	starts, unpositioned, committed, err := m.startOffsets(ctx, added)
+	if err != nil {
+		return err
+	}
+	if len(starts) > 0 {
+		if err := m.reader.Assign(starts); err != nil {
+			return fmt.Errorf("group %q: assigning %d partitions to the reader: %w", m.group, len(starts), err)
+		}
+	}
+	m.mu.Lock()
+	for _, tp := range added {
+		m.owned[tp] = true
+	}
+	for _, tp := range unpositioned {
+		m.unpositioned[tp] = true
+	}
+	for _, s := range starts {
+		m.consumed[s.TopicPartition], m.processed[s.TopicPartition] = s.Offset, s.Offset
+	}
+	maps.Copy(m.committed, committed)
+	m.mu.Unlock()
+	if m.opts.OnAssigned != nil {
+		m.opts.OnAssigned(ctx, added)
+	}
+	return nil
+}
+
+// startOffsets finds where to start in newly assigned partitions: the
+// committed offset, or else the reset policy.
+func (m *Member[R]) startOffsets(ctx context.Context, tps []TopicPartition) (starts []StartOffset, unpositioned []TopicPartition, committed map[TopicPartition]int64, err error) {
+	req := &OffsetFetchRequest{Group: m.group}
+	for _, tp := range tps {
+		if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != tp.Topic {
+			req.Topics = append(req.Topics, OffsetFetchTopic{Topic: tp.Topic})
+		}
+		t := &req.Topics[len(req.Topics)-1]
+		t.Partitions = append(t.Partitions, tp.Partition)
+	}
+	resp, err := m.coord.OffsetFetch(ctx, req)
+	if err != nil {
+		return nil, nil, nil, m.onRequestError(err)
+	}
+	committed = map[TopicPartition]int64{}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			tp := TopicPartition{t.Topic, p.Partition}
+			if p.Offset >= 0 {
+				committed[tp] = p.Offset
+				starts = append(starts, StartOffset{tp, p.Offset})
+				continue
+			}
+			if m.opts.Reset == ResetNone {
+				unpositioned = append(unpositioned, tp)
+				continue
+			}
+			po, err := m.coord.topics.Offsets(tp.Topic, tp.Partition)
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("group %q: offsets of %s: %w", m.group, tp, err)
+			}
+			off := po.HighWatermark
+			if m.opts.Reset == ResetEarliest {
+				off = po.LogStart
+			}
+			starts = append(starts, StartOffset{tp, off})
+		}
+	}
+	return starts, unpositioned, committed, nil
+}
+
+// Seek moves the member's position in a partition it owns: the next Poll
+// reads from offset. It is how the application positions a partition
+// ResetNone left without one.
+func (m *Member[R]) Seek(tp TopicPartition, offset int64) error {
+	if m.closed.Load() {
+		return ErrClosed
+	}
+	m.mu.Lock()
+	if !m.owned[tp] {
+		m.mu.Unlock()
+		return fmt.Errorf("group %q: %s is not assigned to this member: %w", m.group, tp, ErrUnknownTopicOrPartition)
+	}
+	m.mu.Unlock()
+	if err := m.reader.Assign([]StartOffset{{tp, offset}}); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.unpositioned, tp)
+	delete(m.pending, tp)
+	m.consumed[tp], m.processed[tp] = offset, offset
+	m.interruptLocked()
+	return nil
+}
+
+// Commit commits the position after every record the member has handed
+// out (Kafka's commitSync()), and returns once the commit is durable. Call
+// it after processing them. A member that lost its partitions gets
+// ErrCommitFailed.
+func (m *Member[R]) Commit(ctx context.Context) error {
+	m.mu.Lock()
+	offsets := map[TopicPartition]int64{}
+	for tp, off := range m.consumed {
+		if m.owned[tp] && off != m.committed[tp] {
+			offsets[tp] = off
+		}
+	}
+	m.mu.Unlock()
+	return m.commit(ctx, offsets)
+}
+
+// CommitOffsets commits the given positions (the offsets of the next
+// records to read) and returns once they are durable.
+func (m *Member[R]) CommitOffsets(ctx context.Context, offsets map[TopicPartition]int64) error {
+	return m.commit(ctx, offsets)
+}
+
+// commitProcessed commits the processed positions of tps (nil: every owned
+// partition) that moved since the last commit.
+func (m *Member[R]) commitProcessed(ctx context.Context, tps []TopicPartition) error {
+	m.mu.Lock()
+	if tps == nil {
+		tps = slices.Collect(maps.Keys(m.owned))
+	}
+	offsets := map[TopicPartition]int64{}
+	for _, tp := range tps {
+		off, ok := m.processed[tp]
+		if ok && m.owned[tp] && !m.unpositioned[tp] {
+			if c, done := m.committed[tp]; !done || c != off {
+				offsets[tp] = off
+			}
+		}
+	}
+	m.mu.Unlock()
+	err := m.commit(ctx, offsets)
+	if err != nil {
+		m.logger.Warn("group: committing processed offsets", "group", m.group, "err", err)
+	}
+	return err
+}
+
+// maybeAutoCommit commits what was processed when the interval is up.
+func (m *Member[R]) maybeAutoCommit(ctx context.Context) {
+	if m.opts.DisableAutoCommit {
+		return
+	}
+	m.mu.Lock()
+	due := !time.Now().Before(m.nextAutoCommit)
+	if due {
+		m.nextAutoCommit = time.Now().Add(m.opts.AutoCommitInterval)
+	}
+	m.mu.Unlock()
+	if due {
+		_ = m.commitProcessed(ctx, nil) // logged; a fencing is handled by the next step of Poll
+	}
+}
+
+// commit sends an OffsetCommit with the member's id and generation.
+func (m *Member[R]) commit(ctx context.Context, offsets map[TopicPartition]int64) error {
+	if len(offsets) == 0 {
+		return nil
+	}
+	m.mu.Lock()
+	req := &OffsetCommitRequest{Group: m.group, GenerationID: m.generation, MemberID: m.memberID, InstanceID: m.opts.InstanceID}
+	m.mu.Unlock()
+	if req.MemberID == "" || req.GenerationID < 0 {
+		if m.closed.Load() {
+			return ErrClosed
+		}
+		return fmt.Errorf("%w: group %q: the member is not in a generation: %w", ErrCommitFailed, m.group, ErrUnknownMemberID)
+	}
+	tps := sortedPartitions(slices.Collect(maps.Keys(offsets)))
+	for _, tp := range tps {
+		if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != tp.Topic {
+			req.Topics = append(req.Topics, OffsetCommitTopic{Topic: tp.Topic})
+		}
+		t := &req.Topics[len(req.Topics)-1]
+		t.Partitions = append(t.Partitions, OffsetCommitPartition{Partition: tp.Partition, Offset: offsets[tp], LeaderEpoch: -1})
+	}
+	resp, err := m.coord.OffsetCommit(ctx, req)
+	if err != nil {
+		m.onRequestError(err)
+		if fencingError(err) || errors.Is(err, ErrRebalanceInProgress) {
+			return fmt.Errorf("%w: %w", ErrCommitFailed, err)
+		}
+		return err
+	}
+	m.mu.Lock()
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.Err == nil {
+				tp := TopicPartition{t.Topic, p.Partition}
+				m.committed[tp] = offsets[tp]
+			}
+		}
+	}
+	m.mu.Unlock()
+	return resp.Err()
+}
+
+// heartbeatLoop heartbeats every HeartbeatInterval, and at once when the
+// group's membership changes or a rebalance of this member ends.
+func (m *Member[R]) heartbeatLoop() {
+	defer m.wg.Done()
+	t := time.NewTicker(m.opts.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		w := m.coord.watch(m.group)
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+		case <-w:
+		case <-m.kick:
+		}
+		m.mu.Lock()
+		freeze := m.freeze
+		m.mu.Unlock()
+		if freeze != nil {
+			select {
+			case <-freeze:
+			case <-m.stop:
+				return
+			}
+		}
+		m.heartbeatOnce()
+	}
+}
+
+// heartbeatOnce sends one heartbeat and acts on its answer; it also leaves
+// the group when the application stopped polling for longer than
+// RebalanceTimeout, and makes a leader rejoin when a subscribed topic's
+// partition count changed since its assignment.
+func (m *Member[R]) heartbeatOnce() {
+	m.mu.Lock()
+	if m.inRebalance || m.memberID == "" || m.generation < 0 || m.fatal != nil || m.fenced != nil {
+		m.mu.Unlock()
+		return
+	}
+	stalled := !m.inPoll && time.Since(m.lastPoll) > m.opts.RebalanceTimeout
+	req := &HeartbeatRequest{Group: m.group, GenerationID: m.generation, MemberID: m.memberID, InstanceID: m.opts.InstanceID}
+	leader, counts := m.leader, m.partitionCounts
+	m.mu.Unlock()
+	ctx := context.Background()
+	if stalled {
+		m.logger.Warn("group: the application did not poll within the rebalance timeout; leaving the group",
+			"group", m.group, "member", req.MemberID, "rebalanceTimeout", m.opts.RebalanceTimeout)
+		if m.opts.InstanceID == "" {
+			_, _ = m.coord.LeaveGroup(ctx, &LeaveGroupRequest{Group: m.group, Members: []LeaveGroupMember{{MemberID: req.MemberID, Reason: "poll timeout"}}})
+		}
+		m.markFenced(fmt.Errorf("group %q: poll timeout: %w", m.group, ErrUnknownMemberID))
+		return
+	}
+	err := m.coord.Heartbeat(ctx, req)
+	switch {
+	case err == nil:
+		if leader && m.partitionsChanged(counts) {
+			m.requestRejoin()
+		}
+	case errors.Is(err, ErrRebalanceInProgress), fencingError(err), errors.Is(err, ErrClosed):
+		m.onRequestError(err)
+	default:
+		m.logger.Warn("group: heartbeat", "group", m.group, "err", err)
+	}
+}
+
+// partitionsChanged reports whether a subscribed topic's partition count
+// differs from what the last assignment saw.
+func (m *Member[R]) partitionsChanged(counts map[string]int32) bool {
+	for _, t := range m.opts.Topics {
+		n, err := m.coord.topics.Partitions(t)
+		if err != nil {
+			n = 0
+		}
+		if counts[t] != n {
+			return true
+		}
+	}
+	return false
+}
+
+// Close leaves the group: a Poll in progress returns ErrClosed; with
+// auto-commit the position after every record handed out is committed (so
+// call Close after processing them); OnRevoked runs for the partitions the
+// member owns; then a dynamic member sends LeaveGroup so the group
+// rebalances at once. A static member does not leave: the group keeps its
+// partitions for it until its session times out. Close stops the
+// heartbeat. It is idempotent; later calls return ErrClosed. It must not
+// be called from a callback.
+func (m *Member[R]) Close() error {
+	if !m.closed.CompareAndSwap(false, true) {
+		return ErrClosed
+	}
+	m.mu.Lock()
+	if m.pollCancel != nil {
+		m.pollCancel(ErrClosed)
+	}
+	m.mu.Unlock()
+	m.pollMu.Lock()
+	defer m.pollMu.Unlock()
+	m.mu.Lock()
+	m.closing = true
+	inGeneration := m.memberID != "" && m.generation >= 0 && m.fenced == nil && m.fatal == nil
+	owned := sortedPartitions(slices.Collect(maps.Keys(m.owned)))
+	m.mu.Unlock()
+	ctx := context.Background()
+	var errs []error
+	if inGeneration {
+		if !m.opts.DisableAutoCommit {
+			if err := m.Commit(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if len(owned) > 0 && m.opts.OnRevoked != nil {
+			m.opts.OnRevoked(ctx, owned)
+		}
+	} else if len(owned) > 0 && m.opts.OnLost != nil {
+		m.opts.OnLost(ctx, owned)
+	}
+	if len(owned) > 0 {
+		if err := m.reader.Unassign(owned); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if inGeneration {
+		m.leaveQuietly()
+	}
+	close(m.stop)
+	m.wg.Wait()
+	m.mu.Lock()
+	m.dropLocked(owned)
+	m.memberID, m.generation = "", -1
+	m.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+// leaveQuietly sends LeaveGroup for a dynamic member, logging a failure.
+func (m *Member[R]) leaveQuietly() {
+	m.mu.Lock()
+	id := m.memberID
+	m.mu.Unlock()
+	if id == "" || m.opts.InstanceID != "" {
+		return
+	}
+	resp, err := m.coord.LeaveGroup(context.Background(), &LeaveGroupRequest{Group: m.group, Members: []LeaveGroupMember{{MemberID: id, Reason: "member closed"}}})
+	if err == nil && len(resp.Members) > 0 {
+		err = resp.Members[0].Err
+	}
+	if err != nil {
+		m.logger.Warn("group: leaving the group", "group", m.group, "member", id, "err", err)
+	}
+}

@@ -1,0 +1,145 @@
+package group
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/foliolog/folio/internal/readpath"
+	"github.com/foliolog/folio/log"
+	"github.com/foliolog/folio/record"
+)
+
+// OffsetsTopic is the internal topic that holds committed offsets.
+const OffsetsTopic = "__consumer_offsets"
+
+// Store is the offsets topic as the coordinator uses it: one append-only
+// log per partition of __consumer_offsets. The Broker provides it with
+// LogStore over the topic's partition logs.
+type Store interface {
+	// Partitions returns the number of partitions; a group's commits go to
+	// partition PartitionFor(group, Partitions()). It must not change while
+	// a Coordinator uses the Store.
+	Partitions() int32
+	// Append appends one batch to a partition and returns once it is as
+	// durable as the topic's flush policy promises (FlushSync: fsynced),
+	// with the offset of its first record. An error means the batch may or
+	// may not have been written. Append may rewrite the batch's header.
+	Append(partition int32, batch record.Batch) (offset int64, err error)
+	// Scan calls fn with every batch of the partition in offset order, from
+	// the first one kept to the end of what is written. The batch is valid
+	// only during the call. An error from fn stops the scan and is returned.
+	Scan(partition int32, fn func(record.Batch) error) error
+}
+
+// Topics is the view of topic metadata the coordinator and members need:
+// partition counts (assignments, commit validation) and offsets (lag,
+// resets, and the check at load that no committed offset lies beyond its
+// partition's end).
+type Topics interface {
+	// Partitions returns the number of partitions of a topic. A topic that
+	// does not exist is an error matching ErrUnknownTopicOrPartition.
+	Partitions(topic string) (int32, error)
+	// Offsets returns a partition's offsets. A partition that does not
+	// exist is an error matching ErrUnknownTopicOrPartition.
+	Offsets(topic string, partition int32) (PartitionOffsets, error)
+}
+
+// PartitionOffsets are a partition's offsets at one moment.
+type PartitionOffsets struct {
+	// LogStart is the first offset a consumer can read.
+	LogStart int64
+	// HighWatermark is the end of what consumers see.
+	HighWatermark int64
+	// LogEnd is the offset the next record gets.
+	LogEnd int64
+}
+
+// LogStore is a Store over the partition logs of __consumer_offsets, in
+// partition order. The logs stay owned by the caller.
+func LogStore(logs []*log.Log) Store { return logStore(logs) }
+
+type logStore []*log.Log
+
+func (s logStore) Partitions() int32 { return int32(len(s)) }
+
+func (s logStore) log(p int32) (*log.Log, error) {
+	if p < 0 || int(p) >= len(s) {
+		return nil, fmt.Errorf("group: offsets partition %d of %d: %w", p, len(s), ErrUnknownTopicOrPartition)
+	}
+	return s[p], nil
+}
+
+func (s logStore) Append(p int32, b record.Batch) (int64, error) {
+	l, err := s.log(p)
+	if err != nil {
+		return 0, err
+	}
+	first, _, err := l.Append(b)
+	return first, err
+}
+
+// scanReadBytes is how much of a partition one read returns while loading.
+const scanReadBytes = 1 << 20
+
+func (s logStore) Scan(p int32, fn func(record.Batch) error) error {
+	l, err := s.log(p)
+	if err != nil {
+		return err
+	}
+	// Under a flush policy other than FlushSync, or after recovery, the
+	// tail may be written but not yet visible to readers: make it durable
+	// so that the load sees every record the log holds, and a later load
+	// sees the same ones.
+	if err := l.Sync(); err != nil {
+		return fmt.Errorf("group: syncing %s before loading: %w", l.Dir(), err)
+	}
+	off := l.LogStartOffset()
+	for off < l.HighWatermark() {
+		v, err := l.Read(off, scanReadBytes)
+		if err != nil {
+			var oor *log.OffsetOutOfRangeError
+			if errors.As(err, &oor) && oor.Start > off {
+				off = oor.Start // retention moved the start meanwhile
+				continue
+			}
+			if errors.Is(err, log.ErrNoData) {
+				return nil
+			}
+			return fmt.Errorf("group: reading %s at %d: %w", l.Dir(), off, err)
+		}
+		next := off
+		err = readpath.Guard(func() error {
+			buf, err := v.Bytes()
+			if err != nil {
+				return err
+			}
+			for len(buf) > 0 {
+				bt, rest, err := record.Parse(buf)
+				if err != nil {
+					return fmt.Errorf("%w: %s batch at offset %d: %w", ErrCorrupt, l.Dir(), next, err)
+				}
+				buf = rest
+				if bt.LastOffset() < off {
+					continue
+				}
+				next = bt.LastOffset() + 1
+				if bt.IsControl() {
+					continue
+				}
+				if err := fn(bt); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		v.Release()
+		if err != nil {
+			return err
+		}
+		if next == off {
+			return fmt.Errorf("%w: %s: no progress reading at offset %d", ErrCorrupt, l.Dir(), off)
+		}
+		off = next
+	}
+	return nil
+}
