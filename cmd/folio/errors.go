@@ -1,0 +1,66 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors of the command line. Every command returns one of these (or an
+// error of the folio packages) wrapped with the detail; main prints it on
+// one line and picks the exit status from its class.
+var (
+	// ErrUsage is a command line that cannot be run: an unknown command or
+	// flag, a missing or malformed argument. Exit status 2.
+	ErrUsage = errors.New("usage")
+
+	// ErrNoDataDir means the data directory does not exist, or is not a
+	// Folio data directory (no format file).
+	ErrNoDataDir = errors.New("not a Folio data directory")
+
+	// ErrUnknownTopic and ErrUnknownPartition name what the catalog does
+	// not hold.
+	ErrUnknownTopic     = errors.New("unknown topic")
+	ErrUnknownPartition = errors.New("unknown partition")
+
+	// ErrCorrupt is damage a read command found on disk: a batch that
+	// fails its checks, an index entry that does not match its log, a
+	// metadata file that fails its checksum. The error carries the file
+	// and the byte position.
+	ErrCorrupt = errors.New("corrupt")
+
+	// ErrOffsetDeleted means a consumer's position lies below the start
+	// of the partition: retention or DeleteRecords removed the records.
+	ErrOffsetDeleted = errors.New("offset no longer in the log")
+
+	// ErrProduceFailed means at least one record of a produce run was not
+	// acknowledged; the message names its input line.
+	ErrProduceFailed = errors.New("record not produced")
+)
+
+// corruptError is damage at a byte position of a file.
+type corruptError struct {
+	Path string
+	Pos  int64 // byte position in Path
+	// Offset is the base offset of the batch at Pos, or -1 if the header
+	// is too damaged to tell.
+	Offset int64
+	Err    error
+}
+
+func (e *corruptError) Error() string {
+	if e.Offset >= 0 {
+		return fmt.Sprintf("%s: position %d (batch at offset %d): %v", e.Path, e.Pos, e.Offset, e.Err)
+	}
+	return fmt.Sprintf("%s: position %d: %v", e.Path, e.Pos, e.Err)
+}
+
+func (e *corruptError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrCorrupt) true for every corruptError, whatever
+// lower-level error it wraps.
+func (e *corruptError) Is(target error) bool { return target == ErrCorrupt }
+
+// usagef returns an ErrUsage error with a message.
+func usagef(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrUsage, fmt.Sprintf(format, args...))
+}
