@@ -35,8 +35,8 @@ type Options struct {
 	// or time index is full, Append returns ErrSegmentFull. Default 10 MiB.
 	MaxIndexBytes int64
 	// MaxBatchBytes is the largest batch Append accepts, header included
-	// (Kafka's message.max.bytes). Default 1 MiB + 12. Recover accepts
-	// larger batches already on disk.
+	// (Kafka's message.max.bytes). Default 1 MiB + 12, or MaxSegmentBytes
+	// if that is smaller. Recover accepts larger batches already on disk.
 	MaxBatchBytes int
 	// ReadPath chooses how reads hand out bytes: readpath.Mmap (default, a
 	// read-only mapping) or readpath.Sendfile (pread, and sendfile to TCP).
@@ -61,11 +61,11 @@ func (o *Options) resolve() (Options, error) {
 	if r.MaxIndexBytes == 0 {
 		r.MaxIndexBytes = DefaultMaxIndexBytes
 	}
-	if r.MaxBatchBytes == 0 {
-		r.MaxBatchBytes = DefaultMaxBatchBytes
-	}
 	if r.MaxSegmentBytes == 0 {
 		r.MaxSegmentBytes = DefaultMaxSegmentBytes
+	}
+	if r.MaxBatchBytes == 0 {
+		r.MaxBatchBytes = int(min(DefaultMaxBatchBytes, r.MaxSegmentBytes))
 	}
 	return r, r.validate()
 }

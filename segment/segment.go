@@ -113,7 +113,8 @@ func (f *sourceFile) drained() bool {
 // Create makes a new, empty, active segment with base offset base in dir
 // (which must exist): it creates the .log (ErrExists if present), replaces
 // any index files left from an earlier segment at that offset, and fsyncs
-// the directory so that the new names survive a power cut.
+// the directory so that the new names survive a power cut. A nil fsys
+// means vfs.Default. If Create fails it removes what it created.
 func Create(fsys vfs.FS, dir string, base int64, opts *Options) (*Segment, error) {
 	s, err := newSegment(fsys, dir, base, opts)
 	if err != nil {
@@ -128,7 +129,14 @@ func Create(fsys vfs.FS, dir string, base int64, opts *Options) (*Segment, error
 	}
 	f := &files{log: lf}
 	fail := func(err error) (*Segment, error) {
-		return nil, errors.Join(err, s.closeFiles(f))
+		// Leave nothing behind that would make a retry fail with ErrExists.
+		errs := []error{err, s.closeFiles(f)}
+		for _, p := range []string{s.logPath, s.offPath, s.timePath} {
+			if rerr := s.fs.Remove(p); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("segment: remove %s: %w", p, rerr))
+			}
+		}
+		return nil, errors.Join(errs...)
 	}
 	if err := s.freshIndexes(f); err != nil {
 		return fail(err)
@@ -147,7 +155,8 @@ func Create(fsys vfs.FS, dir string, base int64, opts *Options) (*Segment, error
 // Open returns the existing segment with base offset base in dir without
 // touching the disk: its files are opened, and its indexes checked, on
 // first use. The segment is sealed (read-only) until Activate; Recover
-// first if it may hold a torn or corrupt tail.
+// first if it may hold a torn or corrupt tail. A nil fsys means
+// vfs.Default. Open fails only on bad arguments.
 func Open(fsys vfs.FS, dir string, base int64, opts *Options) (*Segment, error) {
 	s, err := newSegment(fsys, dir, base, opts)
 	if err != nil {

@@ -386,6 +386,10 @@ func TestOptionsValidate(t *testing.T) {
 		o.ReadPath != readpath.Mmap || o.MaxSegmentBytes != 1<<30 {
 		t.Fatalf("defaults %+v, %v", o, err)
 	}
+	// A small segment clamps the default batch limit rather than failing.
+	if o, err := (&Options{MaxSegmentBytes: 20000}).resolve(); err != nil || o.MaxBatchBytes != 20000 {
+		t.Fatalf("MaxSegmentBytes 20000 gives MaxBatchBytes %d, %v", o.MaxBatchBytes, err)
+	}
 }
 
 func TestFileNames(t *testing.T) {
