@@ -665,9 +665,9 @@ func copyField(arena, b []byte) ([]byte, []byte) {
 // wakes it when its high watermark moves.
 func (c *Consumer) wait(ctx context.Context, parts []pollPart, changed <-chan struct{}) error {
 	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	defer wg.Wait() // runs after cancel: the helpers see wctx end
+	defer cancel()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
