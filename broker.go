@@ -122,6 +122,7 @@ func openReadOnly(dir string, o Options) (*Broker, error) {
 	if _, err := o.fs.Stat(dir); err != nil {
 		return nil, fmt.Errorf("folio: data directory %s: %w", dir, err)
 	}
+	o.fs = readOnlyFS{o.fs}
 	return open(dir, o, nil)
 }
 
@@ -222,7 +223,10 @@ func (b *Broker) openTopics(infos []topic.Info, ckpt map[partKey]checkpointEntry
 				}
 				j := jobs[i]
 				e, ok := ckpt[partKey{j.ts.info.ID, j.p}]
-				st := log.State{Clean: clean && ok}
+				// A read-only Broker never recovers: it must not cut the
+				// tail a live writer is appending to. It reads what is
+				// there up to the last complete batch.
+				st := log.State{Clean: (clean && ok) || b.readOnly}
 				if ok {
 					st.RecoveryPoint, st.LogStartOffset = e.recoveryPoint, e.logStartOffset
 				}
@@ -289,6 +293,9 @@ func (b *Broker) logOptions(cfg topic.Config) (*log.Options, error) {
 		Caps:                   b.caps,
 		Now:                    b.opts.Now,
 	}
+	if b.readOnly {
+		o.RetentionCheckInterval = -1 // deleting is writing
+	}
 	if o.SegmentBytes < minLogSegmentBytes {
 		return nil, fmt.Errorf("%w: SegmentBytes %d is below the %d bytes a partition's log needs", ErrInvalidConfig, cfg.SegmentBytes, minLogSegmentBytes)
 	}
@@ -335,13 +342,13 @@ const minLogSegmentBytes = 128
 // or a crash after the change would be mistaken for a clean shutdown and
 // skip recovery.
 func (b *Broker) beforeFirstWrite() error {
+	if b.readOnly {
+		return fmt.Errorf("%w: %s", ErrReadOnly, b.dir)
+	}
 	b.markerMu.Lock()
 	defer b.markerMu.Unlock()
 	if !b.markerPresent {
 		return nil
-	}
-	if b.readOnly {
-		return ErrReadOnly
 	}
 	if err := removeDurably(b.fs, b.dir, CleanShutdownFile); err != nil {
 		return err
