@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/google/btree"
 
@@ -310,11 +311,19 @@ func (l *Log) swapEnd(path string, base int64) (int64, error) {
 	return next, nil
 }
 
+// recoverWorkers bounds how many segments of one log recover at once. A
+// segment's scan is CPU-bound (CRC) while its fsyncs wait on the disk, and
+// concurrent fsyncs share the file system's journal commits, so a few at a
+// time recover much faster than one after another.
+const recoverWorkers = 8
+
 // recover scans the segments from the one holding rp to the end (Kafka's
 // unflushed segments), cutting torn or corrupt tails; a cut, or a gap in
 // the offsets between two scanned segments, removes every later segment,
-// because records after a hole cannot belong to the valid prefix. It
-// returns the entries it recovered (they are loaded and synced).
+// because records after a hole cannot belong to the valid prefix. The
+// segments are recovered concurrently and judged in order afterwards: work
+// done on a segment that then turns out to follow a cut is thrown away with
+// it. It returns the entries it kept (they are unloaded and fsynced).
 func (l *Log) recover(entries []*segEntry, rp int64) (map[*segEntry]bool, error) {
 	first := 0
 	for i, e := range entries {
@@ -322,30 +331,45 @@ func (l *Log) recover(entries []*segEntry, rp int64) (map[*segEntry]bool, error)
 			first = i
 		}
 	}
-	done := map[*segEntry]bool{}
 	if err := l.beforeWrite(); err != nil {
 		return nil, err
 	}
+	scan := entries[first:]
+	results := make([]segment.RecoverResult, len(scan))
+	errs := make([]error, len(scan))
+	sem := make(chan struct{}, recoverWorkers)
+	var wg sync.WaitGroup
+	for i, e := range scan {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			results[i], errs[i] = e.seg.Recover()
+		}()
+	}
+	wg.Wait()
+
+	kept := map[*segEntry]bool{}
 	var prevNext int64 = -1
-	for i := first; i < len(entries); i++ {
-		e := entries[i]
+	for i, e := range scan {
 		if prevNext >= 0 && e.base != prevNext {
-			return done, l.removeFrom(entries[i:])
+			return kept, l.removeFrom(scan[i:])
 		}
-		res, err := e.seg.Recover()
-		if err != nil {
-			return nil, fmt.Errorf("log: recover %s: %w", e.seg, err)
+		if errs[i] != nil {
+			return nil, fmt.Errorf("log: recover %s: %w", e.seg, errs[i])
 		}
-		done[e] = true
+		res := results[i]
+		kept[e] = true
 		l.recovery.SegmentsScanned++
 		l.recovery.BytesScanned += res.ValidBytes + res.BytesCut
 		l.recovery.BytesCut += res.BytesCut
 		prevNext = res.LastOffset + 1
 		if res.BytesCut > 0 {
-			return done, l.removeFrom(entries[i+1:])
+			return kept, l.removeFrom(scan[i+1:])
 		}
 	}
-	return done, nil
+	return kept, nil
 }
 
 // removeFrom deletes the given segments (all after a cut) at open.
