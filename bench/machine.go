@@ -19,6 +19,9 @@ type machine struct {
 	DataDir    string `json:"data_dir"`
 	Filesystem string `json:"filesystem"`
 	PageSize   int    `json:"page_size"`
+	// LoadAvg is the 1, 5 and 15 minute load average when the run began:
+	// on a shared machine it says how much else was competing for the CPUs.
+	LoadAvg string `json:"load_avg,omitempty"`
 }
 
 // describeMachine gathers the machine description for dir. Parts the
@@ -52,5 +55,8 @@ func (m machine) line() string {
 	}
 	parts = append(parts, m.GoVersion, m.Kernel)
 	parts = append(parts, "data dir on "+m.Filesystem)
+	if m.LoadAvg != "" {
+		parts = append(parts, "load average "+m.LoadAvg+" at start")
+	}
 	return strings.Join(parts, ", ")
 }

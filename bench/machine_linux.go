@@ -34,6 +34,11 @@ func fillPlatform(m *machine, dir string) {
 	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
 		m.MemBytes = memTotal(string(b))
 	}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(b)); len(f) >= 3 {
+			m.LoadAvg = strings.Join(f[:3], " ")
+		}
+	}
 	var u unix.Utsname
 	if err := unix.Uname(&u); err == nil {
 		m.Kernel = unix.ByteSliceToString(u.Sysname[:]) + " " + unix.ByteSliceToString(u.Release[:])

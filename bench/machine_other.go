@@ -3,6 +3,8 @@
 package main
 
 import (
+	"encoding/binary"
+	"fmt"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -17,6 +19,13 @@ func fillPlatform(m *machine, dir string) {
 	}
 	if n, err := unix.SysctlUint64("hw.memsize"); err == nil {
 		m.MemBytes = n
+	}
+	if la, err := unix.SysctlRaw("vm.loadavg"); err == nil && len(la) >= 24 {
+		// struct loadavg: three fixed-point loads and their scale.
+		ld := func(i int) float64 {
+			return float64(binary.LittleEndian.Uint32(la[4*i:])) / float64(binary.LittleEndian.Uint64(la[16:]))
+		}
+		m.LoadAvg = fmt.Sprintf("%.2f %.2f %.2f", ld(0), ld(1), ld(2))
 	}
 	var u unix.Utsname
 	if err := unix.Uname(&u); err == nil {

@@ -227,6 +227,7 @@ func runReadPaths(ctx context.Context, e *env) (tables []*table, err error) {
 		fmt.Sprintf("The reader is this program re-executed as a child process: one connection per consumer over 127.0.0.1, each drained with read(2) into a %s buffer and discarded; bytes per read shows how the kernel delivered the stream. Sender CPU is getrusage(RUSAGE_SELF) of this process across the sending window only (connections set up, cache prepared and garbage collected before it); reader CPU is the child's own getrusage across its draining. Throughput runs until the child has read every byte. Before any timed run each path sent the file once to a checksumming reader and matched its CRC-32C.", formatBytes(int64(plan.ChildBuf))),
 		"Go's TCP_NODELAY default is on; " + sockNote + ".",
 		"mmap + write is one write(2) per fetch from the mapping; pread + write reads each fetch into a pooled buffer first; sendfile is positional sendfile(2) inside RawConn.Write.",
+		"On loopback the receiver copies straight out of the sender's buffers. After write(2) those bytes were just copied by the sender's CPU and sit in its caches; after sendfile(2) they are page-cache pages no CPU has touched, so the copy sendfile saves the sender shows up, partly, as reader CPU. Over a real network the NIC reads those pages and the reader is another machine: count the sender column there.",
 	}, notes...)
 	return tables, nil
 }
