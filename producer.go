@@ -612,7 +612,11 @@ func (pp *prodPart) appendBatches(batches []*pendingBatch) {
 			}
 			continue
 		}
-		if k < n {
+		// On an error no record of the append is acknowledged, not even
+		// those of batches written before the failure: under FlushSync
+		// they were never fsynced. Their error says the outcome is
+		// unknown (ErrUnknownOutcome) where offsets were assigned.
+		if err == nil && k < n {
 			base := built[k].BaseOffset()
 			for j, r := range e.recs {
 				r.rec.Partition = pp.p.index
