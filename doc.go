@@ -1,0 +1,111 @@
+// Package folio is Kafka's log model inside a Go process: topics split into
+// partitions, each partition an append-only log of RecordBatch v2 batches in
+// segment files, producers that batch and partition records as Kafka's
+// clients do, and consumers that read from any offset and block until
+// records arrive.
+//
+// # Model
+//
+// A Broker owns one data directory (Open). It holds topics (CreateTopic,
+// DeleteTopic, AddPartitions, Topics, DescribeTopic), each with a
+// TopicConfig: partitions, retention, segment size, flush policy, read path,
+// cleanup policy, timestamp type, max message bytes and compression. A
+// partition is a directory "<topic>-<partition>" of segments whose bytes are
+// Kafka's, so tools that read Kafka segments read Folio's.
+//
+// A Producer appends Records. Keyed records go where Kafka's default
+// partitioner puts them (murmur2 of the key), unkeyed ones stick to a
+// partition for a batch's worth, and ManualPartitioning honours
+// Record.Partition. Records are batched per partition: with Linger 0 a batch
+// is appended as soon as the partition's previous append is done, so
+// batches grow with the load. Produce waits for the acknowledgement;
+// ProduceAsync reports it to a callback. Memory held by records not yet
+// acknowledged is capped (ProducerOptions.MaxBufferedBytes): past the cap a
+// produce call blocks under its ctx rather than growing without bound.
+// Producers are idempotent by default: each has a durable producer id and
+// numbers its batches per partition, and a partition refuses a gap and
+// answers a retry of one of the producer's last five batches with the
+// original offsets (AppendBatch gives the same to batches from outside).
+//
+// A Consumer reads partitions assigned to it (Assign) from an Offset:
+// earliest, latest, an exact offset or a timestamp. Poll and Records block,
+// without polling, until records arrive. Seek moves, Position and Lag
+// report. Control batches are never handed to the application and offset
+// gaps left by compaction are skipped. A position below the log start
+// offset is an *OffsetOutOfRangeError unless the consumer chose a
+// ResetPolicy. Consumer groups are built on this: a group member assigns
+// what the coordinator gave it and commits Position.
+//
+// Stats gives a snapshot (offsets, segments, open files and mappings, lag of
+// every consumer); Options.Metrics receives events for a metrics system, and
+// Options.Logger the Broker's own log.
+//
+// # Durability: what an acknowledgement means
+//
+// The topic's flush policy decides, and every acknowledgement keeps it:
+//
+//   - FlushSync (the default): the record was fsynced before the ack;
+//     concurrent appends share fsyncs. It survives power loss. Consumers see
+//     only fsynced records.
+//   - FlushInterval(d), FlushEveryN(n): fsyncs at most d after, or every n
+//     records; a power cut loses at most that window.
+//   - FlushNone: the record is in the page cache; it survives a crash of the
+//     process but not of the machine. Consumers see records as soon as they
+//     are written, so after a power cut a consumer may have seen records the
+//     log no longer holds, and offsets it saw may be reused.
+//
+// A failed write or fsync (a full disk, an I/O error) stops the partition:
+// produce returns ErrDiskFull or ErrPartitionFailed, records whose append
+// failed after offsets were assigned report ErrUnknownOutcome, reads and
+// retention go on, and reopening the Broker recovers. When a produce's ctx
+// ends while it waits for the acknowledgement, the record's fate is unknown
+// (ErrUnknownOutcome): it may still be written.
+//
+// # The data directory
+//
+// Besides the topic catalog (topic.CatalogFile) and the partition
+// directories, the Broker keeps:
+//
+//   - LockFile, flocked by the one writing Broker, holding its pid and host:
+//     a second Open, in this process or another, fails with ErrDirLocked
+//     naming them. The kernel drops the lock when the holder dies.
+//   - FormatFile, the on-disk format version: a directory of an unknown
+//     version, or holding other files and no FormatFile, is refused with
+//     ErrUnknownFormat.
+//   - CheckpointFile, every partition's recovery point and log start offset,
+//     written every Options.CheckpointInterval (60 s) and at Close, never per
+//     append.
+//   - CleanShutdownFile, written at a clean Close and removed durably before
+//     the first write of the next session. Without it, each partition scans
+//     its segments from its recovery point and cuts a torn tail.
+//   - producer-state snapshots, written at Close, so a restart replays only
+//     what came after.
+//
+// Each of these is written tmp + fsync + rename + fsync(dir) and carries a
+// CRC. OpenReadOnly opens a directory without the lock and writes nothing,
+// for tools beside a live Broker; it sees each partition as of its open, up
+// to the last complete batch.
+//
+// # Lifetimes
+//
+// Records handed to a producer must not change until their acknowledgement.
+// Records a consumer returns are the caller's to keep; with
+// ConsumerOptions.ZeroCopy their Key, Value and header values alias the
+// segment mapping or a read buffer and are valid only until the next Poll
+// (in a Records loop, until the loop body returns). Broker, Producer and
+// Consumer own their goroutines and stop them in Close, which is
+// idempotent; later calls return ErrClosed. Closing the Broker closes the
+// producers (appending what they buffered) and consumers made from it.
+//
+// # Caveats
+//
+//   - Compaction (cleanup.policy=compact) is stored in the topic's
+//     configuration and stops deletion by retention for compact-only
+//     topics, but the log does not compact yet.
+//   - A record that does not fit a batch of the topic's MaxMessageBytes on
+//     its own is refused (ErrMessageTooLarge) by its uncompressed size, as
+//     Kafka's producer does.
+//   - Adding partitions changes where keyed records go, as in Kafka.
+//   - A read-only Broker on a directory whose live writer is creating a
+//     topic at that moment may fail to open (it refuses to repair); retry.
+package folio
