@@ -58,7 +58,7 @@ func main() {
 // on stderr: "folio <command>: <problem>".
 func run(e env, args []string) int {
 	if len(args) == 0 {
-		usage(e.stderr)
+		fmt.Fprintln(e.stderr, "folio: usage: folio <command> [flags]; run folio help for the commands")
 		return 2
 	}
 	switch args[0] {

@@ -215,13 +215,20 @@ func (pr *partReader) poll(maxBytes int, visit func(b record.Batch, from int64) 
 	read := 0
 	rechecked := false
 	for read < maxBytes {
-		b, pos, err := pr.lf.Next()
+		b, pos, err := pr.lf.NextRaw()
 		if err == nil {
 			rechecked = false
 			pr.atEnd = false
 			read += b.Size()
 			if b.LastOffset() < pr.next {
-				continue // before the position: the batch the index led to
+				// Before the position (the index leads to the batch at or
+				// before it): only its framing matters, as for a Kafka
+				// fetch, so damage there does not stop a reader past it.
+				pr.lf.prevLast = max(pr.lf.prevLast, b.LastOffset())
+				continue
+			}
+			if err := pr.lf.check(b); err != nil {
+				return &corruptError{Path: pr.lf.path, Pos: pos, Offset: b.BaseOffset(), Err: err}
 			}
 			if b.IsControl() {
 				pr.next = b.LastOffset() + 1 // transaction markers are not records

@@ -88,7 +88,11 @@ func topicsCreate(e env, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "Created topic %s with %d partitions.\n", in.Name, in.Config.Partitions)
+	plural := "s"
+	if in.Config.Partitions == 1 {
+		plural = ""
+	}
+	fmt.Fprintf(e.stdout, "Created topic %s with %d partition%s.\n", in.Name, in.Config.Partitions, plural)
 	return nil
 }
 
@@ -165,8 +169,8 @@ func topicsDescribe(e env, args []string) error {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(e.stdout, "\tPartition: %d\tStartOffset: %d\tEndOffset: %d\tSegments: %d\tSize: %d (%s)\n",
-				p, pb.Start, pb.End, pb.Segments, pb.Bytes, topic.FormatBytes(pb.Bytes))
+			fmt.Fprintf(e.stdout, "\tPartition: %d\tStartOffset: %d\tEndOffset: %d\tSegments: %d\tSize: %d\n",
+				p, pb.Start, pb.End, pb.Segments, pb.Bytes)
 		}
 	}
 	return nil

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/foliolog/folio"
+	"github.com/foliolog/folio/record"
+	"github.com/foliolog/folio/segment"
+	"github.com/foliolog/folio/topic"
+)
+
+// batchAt is a batch found by scanning a .log file in a test.
+type batchAt struct {
+	pos         int64
+	base, last  int64
+	size        int
+	maxTimestmp int64
+}
+
+// scanLog lists the batches of a .log with record.Parse, independently of
+// the code under test.
+func scanLog(t *testing.T, path string) []batchAt {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []batchAt
+	pos := int64(0)
+	for len(data) > 0 {
+		b, rest, err := record.Parse(data)
+		if err != nil {
+			t.Fatalf("%s at %d: %v", path, pos, err)
+		}
+		out = append(out, batchAt{pos, b.BaseOffset(), b.LastOffset(), b.Size(), b.MaxTimestamp()})
+		pos += int64(b.Size())
+		data = rest
+	}
+	return out
+}
+
+func segmentFiles(t *testing.T, dir string) []int64 {
+	t.Helper()
+	bases, err := segmentBases(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bases
+}
+
+func flipByte(t *testing.T, path string, pos int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, pos); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x5a
+	if _, err := f.WriteAt(b, pos); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCorruptSegment damages one batch in the middle of a partition:
+// verify names the file and position and exits non-zero, consume prints
+// exactly the records before the damage and stops there naming it, dump
+// shows the batch with crcValid false, and reads that start beyond the
+// damage are unaffected.
+func TestCorruptSegment(t *testing.T) {
+	dir := t.TempDir()
+	const n = 600
+	long := strings.Repeat("y", 200)
+	fill(t, dir, "c", folio.TopicConfig{SegmentBytes: 64 << 10, Flush: folio.FlushNone}, n, func(i int) string { return "v" + strconv.Itoa(i) + long })
+	pdir := filepath.Join(dir, topic.DirName("c", 0))
+	bases := segmentFiles(t, pdir)
+	if len(bases) < 3 {
+		t.Fatalf("%d segments; the test needs 3", len(bases))
+	}
+	victim := segment.LogPath(pdir, bases[1])
+	batches := scanLog(t, victim)
+	bad := batches[5]
+	flipByte(t, victim, bad.pos+record.HeaderSize+20) // inside the record's value
+	where := fmt.Sprintf("%s: position %d (batch at offset %d)", victim, bad.pos, bad.base)
+
+	r := fails(t, 1, []string{"corrupt", victim, "crc"}, "", "verify", "-dir", dir)
+	if !strings.Contains(r.stdout, "PROBLEM "+where+": crc ") {
+		t.Errorf("verify does not name the damaged batch (%s):\n%s", where, r.stdout)
+	}
+	if strings.Count(r.stdout, "PROBLEM") != 1 {
+		t.Errorf("verify reports other problems too:\n%s", r.stdout)
+	}
+
+	r = fails(t, 1, []string{where, "crc"}, "", "consume", "-dir", dir, "-topic", "c", "-e", "-f", `%o\n`)
+	var want strings.Builder
+	for i := int64(0); i < bad.base; i++ {
+		fmt.Fprintf(&want, "%d\n", i)
+	}
+	if r.stdout != want.String() {
+		t.Errorf("consume printed %d records before the damage at offset %d, want all of them and nothing after", len(lines(r.stdout)), bad.base)
+	}
+
+	r = fails(t, 1, []string{"corrupt", where}, "", "dump", "-dir", dir, "-topic", "c", "-partition", "0")
+	if !strings.Contains(r.stdout, fmt.Sprintf("baseOffset: %d lastOffset: %d ", bad.base, bad.last)) ||
+		!strings.Contains(r.stdout, fmt.Sprintf("position: %d ", bad.pos)) ||
+		strings.Count(r.stdout, "crcValid: false") != 1 || strings.Count(r.stdout, "crcValid: true") != n-1 {
+		t.Errorf("dump does not show the one bad batch among %d", n)
+	}
+
+	// Readers that do not cross the damage are unaffected.
+	after := strconv.FormatInt(bad.last+1, 10)
+	got := ok(t, "", "consume", "-dir", dir, "-topic", "c", "-e", "-offset", after, "-f", `%o\n`)
+	if l := lines(got); len(l) != n-int(bad.last)-1 || l[0] != after {
+		t.Errorf("consume from %s after the damage: %d records", after, len(l))
+	}
+}
+
+// TestCorruptIndexAndMetadata: an index entry that does not match its log,
+// and a catalog that fails its checksum, are problems verify names.
+func TestCorruptIndexAndMetadata(t *testing.T) {
+	dir := t.TempDir()
+	fill(t, dir, "c", folio.TopicConfig{SegmentBytes: 64 << 10, Flush: folio.FlushNone}, 400, func(i int) string { return strings.Repeat("z", 200) })
+	pdir := filepath.Join(dir, topic.DirName("c", 0))
+	base := segmentFiles(t, pdir)[0]
+	idx := segment.IndexPath(pdir, base)
+	data, err := os.ReadFile(idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) < 3*8 {
+		t.Fatalf("index of %d bytes; the test needs entries", len(data))
+	}
+	// Entry 1 now points 7 bytes into its batch.
+	pos := binary.BigEndian.Uint32(data[8+4:])
+	binary.BigEndian.PutUint32(data[8+4:], pos+7)
+	if err := os.WriteFile(idx, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := fails(t, 1, []string{"1 problems", idx, "entry 1"}, "", "verify", "-dir", dir)
+	if !strings.Contains(r.stdout, fmt.Sprintf("PROBLEM %s: entry 1 (offset ", idx)) || !strings.Contains(r.stdout, fmt.Sprintf("position %d): no batch starts at that position", pos+7)) {
+		t.Errorf("verify output:\n%s", r.stdout)
+	}
+	// Reads do not trust the entry: consume still finds every record.
+	if got := ok(t, "", "consume", "-dir", dir, "-topic", "c", "-e", "-offset", "100", "-f", `%o\n`); len(lines(got)) != 300 || lines(got)[0] != "100" {
+		t.Errorf("consume past a bad index entry: %d records", len(lines(got)))
+	}
+
+	cat := filepath.Join(dir, topic.CatalogFile)
+	flipByte(t, cat, 30)
+	fails(t, 1, []string{cat, "checksum"}, "", "topics", "list", "-dir", dir)
+	fails(t, 1, []string{cat}, "", "consume", "-dir", dir, "-topic", "c", "-e")
+	r = fails(t, 1, []string{"corrupt", cat}, "", "verify", "-dir", dir)
+	if !strings.Contains(r.stdout, "PROBLEM "+cat) {
+		t.Errorf("verify output:\n%s", r.stdout)
+	}
+}
+
+// TestTornTail: a last batch cut short, as a crash or a write in progress
+// leaves it, ends the log for readers without an error; verify notes it,
+// and calls it a problem only in a directory that was closed cleanly.
+func TestTornTail(t *testing.T) {
+	dir := t.TempDir()
+	fill(t, dir, "c", folio.TopicConfig{Flush: folio.FlushNone}, 20, func(i int) string { return "v" + strconv.Itoa(i) })
+	pdir := filepath.Join(dir, topic.DirName("c", 0))
+	bases := segmentFiles(t, pdir)
+	last := segment.LogPath(pdir, bases[len(bases)-1])
+	batches := scanLog(t, last)
+	cut := batches[len(batches)-1]
+	if err := os.Truncate(last, cut.pos+int64(cut.size)-3); err != nil {
+		t.Fatal(err)
+	}
+	if got := ok(t, "", "consume", "-dir", dir, "-topic", "c", "-e"); got != vals(0, int(cut.base)) {
+		t.Errorf("consume with a torn tail: %q", got)
+	}
+	if got := ok(t, "", "topics", "describe", "-dir", dir, "-topic", "c"); !strings.Contains(got, fmt.Sprintf("EndOffset: %d\t", cut.base)) {
+		t.Errorf("describe with a torn tail: %s", got)
+	}
+	// Closed cleanly, yet torn: damage.
+	r := fails(t, 1, []string{"corrupt", last}, "", "verify", "-dir", dir)
+	if !strings.Contains(r.stdout, fmt.Sprintf("position %d: incomplete batch", cut.pos)) {
+		t.Errorf("verify:\n%s", r.stdout)
+	}
+	// After a crash (no clean-shutdown marker), a torn tail is expected.
+	if err := os.Remove(filepath.Join(dir, folio.CleanShutdownFile)); err != nil {
+		t.Fatal(err)
+	}
+	out := ok(t, "", "verify", "-dir", dir)
+	if !strings.Contains(out, "NOTE") || !strings.Contains(out, "incomplete batch") || !strings.Contains(out, " 0 problems") {
+		t.Errorf("verify after a crash:\n%s", out)
+	}
+	// The next Broker cuts the tail and appends after it.
+	b, err := folio.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if out := ok(t, "", "verify", "-dir", dir); !strings.Contains(out, " 0 problems, 0 notes") {
+		t.Errorf("verify after recovery:\n%s", out)
+	}
+}
