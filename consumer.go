@@ -553,7 +553,9 @@ func (c *Consumer) decode(pp *pollPart, v *readpath.View, recs []Record) ([]Reco
 		bytesRead = len(buf)
 		var arena []byte
 		if !c.opts.ZeroCopy {
-			arena = make([]byte, 0, len(buf))
+			// Sized for what one poll takes, not the whole read (which may
+			// hold far more records than MaxPollRecords); append grows it.
+			arena = make([]byte, 0, min(len(buf), arenaStart))
 		}
 		for len(buf) > 0 && len(recs) < c.opts.MaxPollRecords {
 			bt, rest, err := record.Parse(buf)
@@ -608,6 +610,10 @@ func (c *Consumer) decode(pp *pollPart, v *readpath.View, recs []Record) ([]Reco
 	c.b.metrics.Consumed(p.topic, p.index, len(recs)-n0, bytesRead)
 	return recs, nil
 }
+
+// arenaStart is the first size of the buffer a poll copies record bytes
+// into.
+const arenaStart = 64 << 10
 
 // decodeOpts skips the CRC check that record.Parse has just done.
 var decodeOpts = &record.DecodeOptions{SkipCRC: true}

@@ -78,12 +78,13 @@ func aloneBatchSize(r *Record) int {
 }
 
 // memSize is what a buffered record counts against the producer's
-// MaxBufferedBytes: its bytes as the batch holds them plus the bookkeeping
-// that travels with it.
+// MaxBufferedBytes: its bytes, once as the caller's and once as encoded in
+// the batch, plus the bookkeeping that travels with it (the Record, its
+// callback, its entry in the batch).
 func memSize(r *Record) int64 {
-	n := len(r.Key) + len(r.Value) + 64
+	n := 2*(len(r.Key)+len(r.Value)) + 160
 	for _, h := range r.Headers {
-		n += len(h.Key) + len(h.Value) + 8
+		n += 2*(len(h.Key)+len(h.Value)) + 24
 	}
 	return int64(n)
 }
