@@ -30,8 +30,8 @@ func (r readOnlyFS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File,
 }
 
 func (r readOnlyFS) Rename(oldpath, newpath string) error { return r.refuse("rename", oldpath) }
-func (r readOnlyFS) Remove(name string) error            { return r.refuse("remove", name) }
-func (r readOnlyFS) SyncDir(dir string) error            { return r.refuse("sync", dir) }
+func (r readOnlyFS) Remove(name string) error             { return r.refuse("remove", name) }
+func (r readOnlyFS) SyncDir(dir string) error             { return r.refuse("sync", dir) }
 
 // MkdirAll succeeds for a directory that exists, as os.MkdirAll does, so
 // that openers which make sure of their directory still work.
