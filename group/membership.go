@@ -392,14 +392,16 @@ func (g *group) replaceStaticLocked(oldID, newID string, req *JoinGroupRequest, 
 	m.lastHeartbeat = time.Now()
 	g.armHeartbeatLocked(m)
 	g.notifyLocked()
-	changed := !m.matches(req.Protocols)
 	m.protocols = slices.Clone(req.Protocols)
 	switch g.state {
 	case StateStable, StateCompletingRebalance:
-		if changed {
+		// As Kafka does, only a change of the group's protocol forces a
+		// rebalance: the restarted process's metadata differs anyway
+		// (it owns nothing yet), and its old assignment is what it gets.
+		if g.selectProtocolLocked() != g.protocol {
 			ch := make(chan joinOutcome, 1)
 			m.joinCh = ch
-			g.prepareRebalanceLocked("static member " + req.InstanceID + " rejoined with new metadata")
+			g.prepareRebalanceLocked("static member " + req.InstanceID + " rejoined with other protocols")
 			return ch, nil, nil
 		}
 		resp := &JoinGroupResponse{
