@@ -41,8 +41,14 @@ func (l *Log) TruncateTo(offset int64) error {
 		return nil
 	}
 	sn := l.snap.Load()
-	floor := floorEntry(sn, offset)
-	full := offset < sn.start || floor == nil || floor.base >= offset
+	// The segment that keeps something: the last one starting below
+	// offset. Without one (or below the log start) nothing is kept.
+	var floor *segEntry
+	sn.segs.DescendLessOrEqual(&segEntry{base: offset - 1}, func(e *segEntry) bool {
+		floor = e
+		return false
+	})
+	full := offset < sn.start || floor == nil
 	var victims []*segEntry
 	l.tree.Ascend(func(e *segEntry) bool {
 		if full || e.base >= offset {

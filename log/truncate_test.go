@@ -56,6 +56,32 @@ func TestTruncateTo(t *testing.T) {
 	}
 }
 
+// TestTruncateAtSegmentBase: truncating exactly at a segment's base offset
+// deletes that segment and every later one, and the previous segment
+// becomes the active one with everything it held.
+func TestTruncateAtSegmentBase(t *testing.T) {
+	l := openT(t, nil, t.TempDir(), &Options{SegmentBytes: 2048, FlushPolicy: FlushNone}, State{})
+	want := appendN(t, l, "s", 60, 4, 60)
+	var bases []int64
+	l.snap.Load().segs.Ascend(func(e *segEntry) bool {
+		bases = append(bases, e.base)
+		return true
+	})
+	if len(bases) < 4 {
+		t.Fatalf("%d segments", len(bases))
+	}
+	if err := l.TruncateTo(bases[2]); err != nil {
+		t.Fatal(err)
+	}
+	if l.LogStartOffset() != 0 || l.LogEndOffset() != bases[2] || l.Stats().Segments != 2 {
+		t.Fatalf("start %d end %d segments %d, want [0, %d) in 2 segments", l.LogStartOffset(), l.LogEndOffset(), l.Stats().Segments, bases[2])
+	}
+	sameRecs(t, readAll(t, l, 0), want[:bases[2]])
+	if first, _, err := l.Append(makeBatch(t, "n", 0, 1, 10, 1)); err != nil || first != bases[2] {
+		t.Fatalf("append: %d %v", first, err)
+	}
+}
+
 func TestTruncateBelowStartRestarts(t *testing.T) {
 	l := openT(t, nil, t.TempDir(), &Options{SegmentBytes: 2048, FlushPolicy: FlushNone}, State{})
 	appendN(t, l, "t", 30, 4, 60)
