@@ -68,7 +68,7 @@ func parseFlags(args []string, w io.Writer) (*config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(w)
 	quick := fs.Bool("quick", false, "run every suite once at small sizes (under 30 s)")
-	full := fs.Bool("full", false, "run the whole matrix (long: tens of minutes)")
+	full := fs.Bool("full", false, "run the whole matrix (long: about 1.5 hours on 2 cores)")
 	suites := fs.String("suite", "", "comma-separated suites to run: "+strings.Join(allSuites, ", ")+" (default all)")
 	runs := fs.Int("runs", 0, "runs per figure (default 5; 1 with -quick; 7 with -full)")
 	scale := fs.Float64("scale", 1, "multiply every data size by this factor (below 1, also fewer partitions)")

@@ -21,7 +21,7 @@ func Example_help() {
 	//   -dir directory
 	//     	data directory (default: a temporary directory, removed after)
 	//   -full
-	//     	run the whole matrix (long: tens of minutes)
+	//     	run the whole matrix (long: about 1.5 hours on 2 cores)
 	//   -json file
 	//     	write every figure, with all runs, to this JSON file
 	//   -quick
