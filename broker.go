@@ -37,6 +37,9 @@ type Broker struct {
 	// they load topics, a copy-on-write map replaced under topicsMu.
 	topicsMu sync.Mutex
 	topics   atomic.Pointer[map[string]*topicState]
+	// topicsGen counts replacements of topics, so that producers can cache
+	// a lookup and know when it went stale.
+	topicsGen atomic.Uint64
 
 	// markerMu guards markerPresent and serialises the removal of the
 	// clean-shutdown marker that precedes the first write of a session.

@@ -112,6 +112,10 @@ type Producer struct {
 	// topicsMu guards topics.
 	topicsMu sync.Mutex
 	topics   map[string]*prodTopic
+	// lastTopic caches the last topicFor answer while the Broker's topics
+	// stay as they were (Broker.topicsGen): a producer usually writes one
+	// topic, and the lookup is on every record.
+	lastTopic atomic.Pointer[topicCache]
 
 	// closeMu orders produce calls against Close: a call holds it shared
 	// while it buffers a record, Close exclusively once, so that no record
@@ -290,9 +294,27 @@ func (p *Producer) route(rec *Record) (*prodPart, error) {
 	return pp, nil
 }
 
+type topicCache struct {
+	gen  uint64
+	name string
+	pt   *prodTopic
+}
+
 // topicFor returns the producer's view of a topic, refreshed when the
 // topic's partitions changed or it was deleted and created again.
 func (p *Producer) topicFor(name string) (*prodTopic, error) {
+	gen := p.b.topicsGen.Load()
+	if c := p.lastTopic.Load(); c != nil && c.gen == gen && c.name == name {
+		return c.pt, nil
+	}
+	pt, err := p.topicForSlow(name)
+	if err == nil {
+		p.lastTopic.Store(&topicCache{gen: gen, name: name, pt: pt})
+	}
+	return pt, err
+}
+
+func (p *Producer) topicForSlow(name string) (*prodTopic, error) {
 	ts, ok := (*p.b.topics.Load())[name]
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownTopic, name)

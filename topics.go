@@ -125,6 +125,7 @@ func (b *Broker) publishLocked(ts *topicState, n int32) {
 	m := maps.Clone(*b.topics.Load())
 	m[ts.info.Name] = ts
 	b.topics.Store(&m)
+	b.topicsGen.Add(1)
 }
 
 // DeleteTopic deletes a topic and its records. Producers and consumers using
@@ -149,6 +150,7 @@ func (b *Broker) DeleteTopic(name string) error {
 	m := maps.Clone(*b.topics.Load())
 	delete(m, name)
 	b.topics.Store(&m)
+	b.topicsGen.Add(1)
 	var errs []error
 	for _, p := range ts.parts {
 		p.deleted.Store(true)
