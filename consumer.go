@@ -181,9 +181,12 @@ type Consumer struct {
 	assigned map[TopicPartition]*assignedPart
 	order    []*assignedPart
 	rr       int
-	// changed is closed and replaced when the assignment or a position
-	// changes from outside Poll, to wake a waiting Poll.
-	changed chan struct{}
+	// changed is cancelled and replaced when the assignment or a position
+	// changes from outside Poll, to wake a waiting Poll; a context rather
+	// than a channel so that a wait can chain it with context.AfterFunc
+	// instead of a goroutine.
+	changed       context.Context
+	signalChanged context.CancelFunc
 
 	// pollMu serializes Poll and guards held.
 	pollMu sync.Mutex
@@ -228,7 +231,8 @@ func (b *Broker) NewConsumer(opts *ConsumerOptions) (*Consumer, error) {
 	if b.closed.Load() {
 		return nil, ErrClosed
 	}
-	c := &Consumer{b: b, opts: o, assigned: map[TopicPartition]*assignedPart{}, changed: make(chan struct{})}
+	c := &Consumer{b: b, opts: o, assigned: map[TopicPartition]*assignedPart{}}
+	c.changed, c.signalChanged = context.WithCancel(context.Background())
 	b.clientsMu.Lock()
 	defer b.clientsMu.Unlock()
 	if b.closed.Load() {
@@ -412,8 +416,8 @@ func (c *Consumer) Lag(topicName string, partition int32) (int64, error) {
 }
 
 func (c *Consumer) signalLocked() {
-	close(c.changed)
-	c.changed = make(chan struct{})
+	c.signalChanged()
+	c.changed, c.signalChanged = context.WithCancel(context.Background())
 }
 
 // Close releases the consumer and the views it holds; a Poll in progress
@@ -669,24 +673,17 @@ func copyField(arena, b []byte) ([]byte, []byte) {
 // wait blocks until one of parts has a record at its position, the
 // assignment changes, or ctx ends. It does not poll: each partition's log
 // wakes it when its high watermark moves.
-func (c *Consumer) wait(ctx context.Context, parts []pollPart, changed <-chan struct{}) error {
+func (c *Consumer) wait(ctx context.Context, parts []pollPart, changed context.Context) error {
 	wctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer wg.Wait() // runs after cancel: the helpers see wctx end
 	defer cancel()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		select {
-		case <-changed:
-			cancel()
-		case <-wctx.Done():
-		}
-	}()
+	stop := context.AfterFunc(changed, cancel)
+	defer stop()
 	if len(parts) == 1 {
 		err := parts[0].ap.p.log.Wait(wctx, parts[0].pos)
 		return c.waitResult(ctx, err)
 	}
+	var wg sync.WaitGroup
+	defer wg.Wait() // runs after the cancel below: every helper returns
 	first := make(chan error, len(parts))
 	for _, pp := range parts {
 		wg.Add(1)
