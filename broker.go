@@ -265,7 +265,12 @@ func (b *Broker) openPartition(in topic.Info, p int32, st log.State) (*partition
 	if err != nil {
 		return nil, fmt.Errorf("folio: topic %q: %w", in.Name, err)
 	}
-	l, err := log.Open(b.fs, dir, lo, st)
+	times := &syncTimes{}
+	if _, none := b.metrics.(NoMetrics); !none {
+		m, name := b.metrics, in.Name
+		times.onSync = func(d time.Duration) { m.Fsynced(name, p, d) }
+	}
+	l, err := log.Open(timedFS{FS: b.fs, times: times}, dir, lo, st)
 	if err != nil {
 		return nil, fmt.Errorf("folio: opening partition %s-%d: %w", in.Name, p, err)
 	}
@@ -278,7 +283,9 @@ func (b *Broker) openPartition(in topic.Info, p int32, st log.State) (*partition
 			"segmentsScanned", rec.SegmentsScanned, "bytesScanned", rec.BytesScanned,
 			"bytesCut", rec.BytesCut, "segmentsRemoved", rec.SegmentsRemoved, "filesRemoved", rec.FilesRemoved)
 	}
-	return newPartition(b, in, p, l), nil
+	part := newPartition(b, in, p, l)
+	part.syncs = times
+	return part, nil
 }
 
 // logOptions maps a topic's configuration onto its partitions' log options.

@@ -25,6 +25,10 @@ type Metrics interface {
 	// ProduceBlocked reports a produce call that waited for buffer memory
 	// (ProducerOptions.MaxBufferedBytes), and for how long.
 	ProduceBlocked(waited time.Duration)
+	// Fsynced reports one fsync of a partition's files and how long it
+	// took: the group commits that FlushSync acknowledgements wait for, and
+	// the seals of rolled segments.
+	Fsynced(topic string, partition int32, took time.Duration)
 	// Checkpointed reports a write of the checkpoint file: how many
 	// partitions it covered, how long it took, and its error, if any.
 	Checkpointed(partitions int, took time.Duration, err error)
@@ -38,6 +42,7 @@ func (NoMetrics) Appended(string, int32, int, int, time.Duration) {}
 func (NoMetrics) AppendFailed(string, int32, error)               {}
 func (NoMetrics) Consumed(string, int32, int, int)                {}
 func (NoMetrics) ProduceBlocked(time.Duration)                    {}
+func (NoMetrics) Fsynced(string, int32, time.Duration)            {}
 func (NoMetrics) Checkpointed(int, time.Duration, error)          {}
 
 var _ Metrics = NoMetrics{}

@@ -35,6 +35,7 @@ type partition struct {
 	codec record.Codec
 	keep  bool
 
+	syncs   *syncTimes // the log's fsync durations
 	deleted atomic.Bool
 	// failedSeen is set when an append met the log's fail-stop state.
 	failedSeen atomic.Bool

@@ -53,6 +53,8 @@ type PartitionStats struct {
 	// Syncs counts fsyncs of the partition's log (group commits, seals);
 	// Rolls counts new segments since Open.
 	Syncs, Rolls int64
+	// Fsync gives the durations of the partition's file fsyncs.
+	Fsync FsyncStats
 	// Failed is set once the partition refuses appends after a failed
 	// write or fsync; Close and Open recover it.
 	Failed bool
@@ -109,6 +111,7 @@ func (b *Broker) Stats() Stats {
 			OpenSealedSegments: ls.OpenSealedSegments,
 			Syncs:              ls.Syncs,
 			Rolls:              ls.Rolls,
+			Fsync:              p.syncs.stats(),
 			Failed:             p.failed(),
 			Consumers:          lags[p],
 		}
