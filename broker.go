@@ -388,8 +388,24 @@ func (b *Broker) checkpointLoop() {
 			if err := b.Checkpoint(); err != nil && !errors.Is(err, ErrClosed) {
 				b.logger.Error("folio: writing checkpoint", "dir", b.dir, "err", err)
 			}
+			b.expireProducers(b.opts.Now())
 		}
 	}
+}
+
+// expireProducers drops the state of idempotent producers whose last batch
+// is older than the expiration (topic.DefaultProducerExpiration, Kafka's
+// producer.id.expiration.ms), as Kafka does periodically.
+func (b *Broker) expireProducers(now time.Time) int {
+	n := 0
+	for _, p := range b.allPartitions() {
+		p.pstateMu.Lock()
+		if p.pstate != nil {
+			n += p.pstate.RemoveExpired(now)
+		}
+		p.pstateMu.Unlock()
+	}
+	return n
 }
 
 // Checkpoint writes every partition's recovery point and log start offset

@@ -641,3 +641,20 @@ func TestLingerAndClose(t *testing.T) {
 		t.Fatalf("lingered produce: %d, %v", off, err)
 	}
 }
+
+func TestProducerStateExpires(t *testing.T) {
+	b := openT(t, t.TempDir(), nil)
+	createTopicT(t, b, "t", TopicConfig{Flush: FlushNone})
+	if _, err := b.AppendBatch("t", 0, idemBatch(t, 3, 0, 0, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.expireProducers(time.Now()); n != 0 {
+		t.Fatalf("expired %d producers right away", n)
+	}
+	if n := b.expireProducers(time.Now().Add(topic.DefaultProducerExpiration + time.Hour)); n != 1 {
+		t.Fatalf("expired %d producers after the expiration, want 1", n)
+	}
+	if st := b.Stats(); st.Partitions[0].Producers != 0 {
+		t.Fatalf("%d producers left", st.Partitions[0].Producers)
+	}
+}
