@@ -422,7 +422,7 @@ func idemBatch(t testing.TB, pid int64, epoch int16, seq int32, n int) []byte {
 	}
 	bld.ProducerID, bld.ProducerEpoch, bld.BaseSequence = pid, epoch, seq
 	for i := range n {
-		if err := bld.Append(record.Record{Value: []byte(fmt.Sprintf("p%d-e%d-s%d", pid, epoch, int(seq)+i))}); err != nil {
+		if err := bld.Append(record.Record{Value: []byte(fmt.Sprintf("p%d-e%d-s%d", pid, epoch, int(seq)+i)), Timestamp: time.Now().UnixMilli()}); err != nil {
 			t.Fatal(err)
 		}
 	}
