@@ -3,6 +3,10 @@ package log
 import (
 	"errors"
 	"fmt"
+
+	"github.com/foliolog/folio/index"
+	"github.com/foliolog/folio/record"
+	"github.com/foliolog/folio/segment"
 )
 
 var (
@@ -54,3 +58,18 @@ func (e *OffsetOutOfRangeError) Error() string {
 
 // Is makes errors.Is(err, ErrOffsetOutOfRange) true.
 func (e *OffsetOutOfRangeError) Is(target error) bool { return target == ErrOffsetOutOfRange }
+
+// markCorrupt adds ErrCorrupt to an error whose cause is bad bytes on disk
+// (a segment, an index or a stored batch), so that callers test one class
+// (errors.Is(err, ErrCorrupt)) whichever layer found it. The cause's file
+// and position stay in the message. Not for Append's checks of the
+// caller's batches, which are ErrInvalidBatch.
+func markCorrupt(err error) error {
+	if err == nil || errors.Is(err, ErrCorrupt) {
+		return err
+	}
+	if errors.Is(err, segment.ErrCorrupt) || errors.Is(err, index.ErrCorrupt) || errors.Is(err, record.ErrCorrupt) {
+		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	return err
+}

@@ -230,7 +230,7 @@ func (l *Log) err() error {
 // fail puts the log in the failed state (the first cause wins) and returns
 // the error appenders get from now on.
 func (l *Log) fail(cause error) error {
-	werr := fmt.Errorf("%w: %w", ErrFailed, cause)
+	werr := fmt.Errorf("%w: %w", ErrFailed, markCorrupt(cause))
 	if l.failure.CompareAndSwap(nil, &werr) {
 		return werr
 	}

@@ -73,7 +73,7 @@ func Open(fsys vfs.FS, dir string, opts *Options, st State) (*Log, error) {
 	l.idle.L = &l.appendMu
 	if err := l.load(st); err != nil {
 		l.abandon()
-		return nil, err
+		return nil, markCorrupt(err)
 	}
 	if !o.noBackground {
 		l.goFunc(l.background)

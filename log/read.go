@@ -66,7 +66,7 @@ func (l *Log) readSnapshot(sn *snapshot, hw *mark, offset int64, maxBytes int) (
 			return v, nil
 		}
 		if !errors.Is(err, segment.ErrOffsetOutOfRange) {
-			return nil, fmt.Errorf("log: read %s at %d: %w", l.dir, offset, err)
+			return nil, markCorrupt(fmt.Errorf("log: read %s at %d: %w", l.dir, offset, err))
 		}
 		if e.base == hw.segBase {
 			// The batch holding offset ends beyond the visible bytes.
@@ -107,10 +107,20 @@ func nextEntry(sn *snapshot, e *segEntry) *segEntry {
 // offset if that is later; records before the one matching t may share the
 // batch.
 func (l *Log) OffsetForTime(t time.Time) (offset int64, ok bool, err error) {
+	for attempt := 0; ; attempt++ {
+		offset, ok, err = l.offsetForTime(t.UnixMilli())
+		if attempt > 0 || !errors.Is(err, segment.ErrClosed) || l.closed.Load() {
+			return offset, ok, err
+		}
+		// A segment was deleted under the snapshot by retention: the answer
+		// moved on; ask the new snapshot.
+	}
+}
+
+func (l *Log) offsetForTime(ts int64) (offset int64, ok bool, err error) {
 	if l.closed.Load() {
 		return 0, false, ErrClosed
 	}
-	ts := t.UnixMilli()
 	sn := l.snap.Load()
 	hw := l.hw.Load()
 	var (
@@ -151,11 +161,7 @@ func (l *Log) OffsetForTime(t time.Time) (offset int64, ok bool, err error) {
 		return true
 	})
 	if ferr != nil {
-		if errors.Is(ferr, segment.ErrClosed) && !l.closed.Load() {
-			// Deleted under us by retention: the answer moved on; ask again.
-			return l.OffsetForTime(t)
-		}
-		return 0, false, fmt.Errorf("log: offset for time %d in %s: %w", ts, l.dir, ferr)
+		return 0, false, markCorrupt(fmt.Errorf("log: offset for time %d in %s: %w", ts, l.dir, ferr))
 	}
 	if !found || offset >= hw.offset {
 		return 0, false, nil
@@ -204,7 +210,7 @@ func (l *Log) markFor(sn *snapshot, offset int64) (mark, error) {
 			return m, nil
 		}
 		if !errors.Is(err, segment.ErrOffsetOutOfRange) {
-			return mark{}, fmt.Errorf("log: find offset %d in %s: %w", offset, l.dir, err)
+			return mark{}, markCorrupt(fmt.Errorf("log: find offset %d in %s: %w", offset, l.dir, err))
 		}
 		e = nextEntry(sn, e)
 	}

@@ -178,7 +178,7 @@ func (l *Log) segMaxTimestamp(e *segEntry) (int64, error) {
 	defer l.caps.release(&e.capEntry)
 	ts, err := e.seg.MaxTimestamp()
 	if err != nil {
-		return 0, fmt.Errorf("log: retention: %w", err)
+		return 0, markCorrupt(fmt.Errorf("log: retention: %w", err))
 	}
 	return ts, nil
 }
