@@ -614,3 +614,54 @@ func TestSegmentsAreSealedInTheBackground(t *testing.T) {
 		t.Fatalf("sealed .log has %d unsynced bytes", d)
 	}
 }
+
+// TestSealDoesNotBlockAppends holds the fsync of a rolled segment's seal
+// while appends go on into the next segment; they complete, and so does
+// the seal once released.
+func TestSealDoesNotBlockAppends(t *testing.T) {
+	fsys := vfs.NewFaultFS()
+	dir := t.TempDir()
+	first := filepath.Join(dir, "00000000000000000000.log")
+	blocked := make(chan struct{})
+	release := make(chan struct{})
+	var once sync.Once
+	fsys.SetHook(func(op vfs.Op) error {
+		if op.Kind == vfs.OpSync && op.Path == first {
+			once.Do(func() {
+				close(blocked)
+				<-release
+			})
+		}
+		return nil
+	})
+	l := openT(t, fsys, dir, &Options{SegmentBytes: 1024, FlushPolicy: FlushNone}, State{})
+	for l.Stats().Rolls == 0 {
+		if _, _, err := l.Append(makeBatch(t, "s", 0, 1, 200, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, blocked, "the seal's fsync")
+	done := make(chan error, 1)
+	go func() {
+		for i := int64(0); i < 20; i++ {
+			if _, _, err := l.Append(makeBatch(t, "t", i, 1, 200, 1)); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	if err := waitFor(t, done, "appends while a seal is blocked"); err != nil {
+		t.Fatal(err)
+	}
+	if l.DurableEndOffset() != 0 {
+		t.Fatalf("durable end %d while the first seal is still blocked", l.DurableEndOffset())
+	}
+	close(release)
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if l.DurableEndOffset() != l.LogEndOffset() {
+		t.Fatalf("durable %d, end %d after Sync", l.DurableEndOffset(), l.LogEndOffset())
+	}
+}
