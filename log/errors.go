@@ -43,9 +43,11 @@ var (
 	ErrBadHighWatermark = errors.New("log: bad high watermark")
 )
 
-// OffsetOutOfRangeError reports an offset outside [Start, End], the offsets
-// the log holds (End is the log end offset, the next offset to be written).
-// errors.Is(err, ErrOffsetOutOfRange) matches it.
+// OffsetOutOfRangeError reports an offset outside [Start, End], the range
+// the operation accepts: for Read the offsets the log holds (Start is the
+// log start offset, End the log end offset, the next one to be written);
+// for DeleteRecordsBefore End is the high watermark. errors.Is(err,
+// ErrOffsetOutOfRange) matches it.
 type OffsetOutOfRangeError struct {
 	Offset int64
 	Start  int64

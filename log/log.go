@@ -103,12 +103,14 @@ type Log struct {
 	flushing  bool
 	flushDone chan struct{}
 
-	// retentionMu serialises retention passes and DeleteRecordsBefore.
-	// Lock order: retentionMu, then appendMu.
+	// retentionMu serialises retention passes, DeleteRecordsBefore,
+	// TruncateTo and the end of Close, so that no two of them delete the
+	// same segments. Lock order: retentionMu, syncMu, appendMu.
 	retentionMu sync.Mutex
 
 	// firstWriteMu serialises the BeforeFirstWrite hook and the setting of
-	// firstWriteDone. It is taken before any other lock of the log.
+	// firstWriteDone. Nothing but the hook runs while it is held (it may be
+	// taken with retentionMu held).
 	firstWriteMu   sync.Mutex
 	firstWriteDone atomic.Bool
 
@@ -125,6 +127,8 @@ type Log struct {
 	openSealed atomic.Int64 // this log's sealed segments holding files (caps)
 	syncs      atomic.Int64
 	rolls      atomic.Int64
+	// retentionErrors counts failed scheduled retention passes.
+	retentionErrors atomic.Int64
 
 	recovery RecoveryReport
 
@@ -158,6 +162,7 @@ type Stats struct {
 	Syncs              int64 // group commits and seals that fsynced
 	Rolls              int64 // segments rolled since Open
 	IndexRebuilds      int64 // indexes rebuilt from .log files, summed over segments
+	RetentionErrors    int64 // scheduled retention passes that failed
 }
 
 // Dir returns the log's directory.
@@ -206,6 +211,7 @@ func (l *Log) Stats() Stats {
 		OpenSealedSegments: l.openSealed.Load(),
 		Syncs:              l.syncs.Load(),
 		Rolls:              l.rolls.Load(),
+		RetentionErrors:    l.retentionErrors.Load(),
 	}
 	sn := l.snap.Load()
 	st.Segments = sn.segs.Len()
@@ -381,7 +387,11 @@ func (l *Log) background() {
 		case <-flush.C:
 			_ = l.Sync() // a failure puts the log in the failed state
 		case <-retention:
-			_, _ = l.EnforceRetention(l.opts.Now())
+			if _, err := l.EnforceRetention(l.opts.Now()); err != nil && !errors.Is(err, ErrClosed) {
+				// Nothing waits on the schedule to hand the error to;
+				// Stats counts it, and the next pass tries again.
+				l.retentionErrors.Add(1)
+			}
 		}
 	}
 }

@@ -17,7 +17,8 @@ import (
 //   - start offset: the next segment starts at or below the log start offset.
 //
 // The walk stops at the first segment no rule deletes, and never deletes the
-// active segment. The log start offset moves
+// active segment nor a segment holding records at or above the high
+// watermark. The log start offset moves
 // to the first remaining segment in the same step that hides the deleted
 // ones from readers; a reader holding a view of a deleted segment keeps
 // reading it until it releases the view. The Log runs this every
@@ -88,9 +89,12 @@ func (l *Log) deleteOldLocked(now time.Time, byRules bool) (int, error) {
 			total += size
 		}
 	}
+	hw := l.hw.Load().offset
 	var victims []*segEntry
 	for i, e := range all {
-		if e == active || i+1 >= len(all) {
+		// As in Kafka, nothing at or above the high watermark goes: a
+		// segment is deletable only once all of it is visible.
+		if e == active || i+1 >= len(all) || all[i+1].base > hw {
 			break
 		}
 		del := all[i+1].base <= sn.start

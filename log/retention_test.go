@@ -285,3 +285,28 @@ func TestRetentionSchedule(t *testing.T) {
 		t.Fatalf("start %d after scheduled retention, want 4", l.LogStartOffset())
 	}
 }
+
+// TestRetentionStopsAtHighWatermark: as in Kafka, retention deletes a
+// segment only once all of it is below the high watermark.
+func TestRetentionStopsAtHighWatermark(t *testing.T) {
+	var mu sync.Mutex
+	now := time.UnixMilli(1_700_000_000_000)
+	o := retentionOpts(&now, &mu)
+	o.RetentionAge = time.Millisecond
+	o.ExternalHighWatermark = true
+	l := openT(t, nil, t.TempDir(), o, State{})
+	bases := fillSegments(t, l, 6, func(int) int64 { return 1 })
+	if err := l.SetHighWatermark(bases[2] + 1); err != nil {
+		t.Fatal(err)
+	}
+	n, err := l.EnforceRetention(now)
+	if err != nil || n != 2 || l.LogStartOffset() != bases[2] {
+		t.Fatalf("deleted %d (%v), start %d; want 2 deleted and the start at %d", n, err, l.LogStartOffset(), bases[2])
+	}
+	if err := l.SetHighWatermark(l.LogEndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := l.EnforceRetention(now); err != nil || n != 3 {
+		t.Fatalf("deleted %d (%v) once visible, want 3", n, err)
+	}
+}
