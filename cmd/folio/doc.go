@@ -1,0 +1,126 @@
+// Command folio inspects and edits a Folio data directory from the shell,
+// in the spirit of kcat and Kafka's command-line tools.
+//
+// Usage:
+//
+//	folio <command> [flags]
+//
+// Flags follow the command. Every command takes -dir, the data directory
+// (default ./folio-data, the one examples/quickstart writes).
+//
+// # Commands that write
+//
+// These open the directory as an application does (folio.Open): they take
+// its lock, so while an application holds it they fail at once with a
+// message naming the holder's pid and host.
+//
+//	folio topics create -topic T [-partitions N] [-retention.ms 7d] [-flush sync] [-config key=value ...]
+//
+// Creates a topic. Every topic setting is a flag of its own (partitions,
+// retention.bytes, retention.ms, segment.bytes, segment.ms, flush,
+// read.path, cleanup.policy, message.timestamp.type, max.message.bytes,
+// compression.type) and can also be given as -config key=value; values take
+// the syntax the topic catalog stores ("7d", "512MiB", "interval:100ms",
+// "every:1000", "unlimited"). A missing directory is created.
+//
+//	folio topics delete -topic T
+//
+// Deletes a topic and its records.
+//
+//	folio produce -topic T [-partition P] [-K delim] [-report]
+//
+// Appends one record per line of stdin, as lines arrive: stdin may be a
+// stream that never ends (SIGINT or SIGTERM stops it; what was read is
+// still appended and the directory is closed cleanly). Without -K the line
+// is the value and the record has no key; with -K the line is key,
+// delimiter, value, split at the first delimiter ("\t" is a tab), and a line
+// without the delimiter has no key. Keyed records go where Kafka's
+// partitioner puts them, unkeyed ones stick to a partition per batch,
+// -partition sends all to one. A missing topic is created with the default
+// settings. With -report, each acknowledged record prints
+// "line<TAB>partition<TAB>offset" (line is its 1-based line number) in the
+// order of acknowledgement, flushed as it comes. A record that is not
+// acknowledged (for example a line longer than the topic's
+// max.message.bytes) stops the run with an error naming its line; records
+// of earlier lines stay written.
+//
+// # Commands that only read
+//
+// These never take the lock and never write: they open the files
+// read-only, so they work while an application writes the directory, and
+// they stop at the last complete valid batch (a batch being written is not
+// seen until it is whole).
+//
+//	folio topics list
+//	folio topics describe [-topic T]
+//
+// List the topics; describe shows each one's id, configuration with every
+// default spelled out, and per partition the start and end offsets, segment
+// count and size in bytes.
+//
+//	folio consume -topic T [-partition P] [-offset beginning|end|N|-N] [-n count] [-e] [-f format]
+//
+// Prints records. -offset starts each partition at its beginning (the
+// default), its end (only records appended from now on), offset N, or N
+// records before the end (-N). -n stops after count records; -e exits at
+// the end of the log; without it consume follows the log as it grows until
+// SIGINT or SIGTERM. -f takes kcat's format tokens: %t topic, %p partition,
+// %o offset, %k key, %s value, %T timestamp (Unix milliseconds), %h headers
+// (key=value pairs joined by commas; a null value prints the key alone), %K
+// and %S the key and value lengths (-1 for null), %% a percent sign, and the
+// escapes \n, \t, \r, \\. The default is "%s\n". Partitions are read in turn
+// (about 1 MiB of each per turn); records of one partition come in offset
+// order. Transaction markers are not printed.
+//
+//	folio dump -topic T [-partition P]
+//	folio dump -file path/to/00000000000000000000.log
+//
+// Prints every batch (base and last offset, count, producer id, epoch and
+// sequences, leader epoch, position, timestamp, size, codec, crcValid) and
+// every record (offset, timestamp, key and value sizes, sequence, header
+// keys, key, payload) of every segment, as Kafka's kafka-dump-log
+// --print-data-log does. Keys and payloads that are not printable text are
+// printed Go-quoted. Damaged batches are marked with "!" and make dump exit
+// non-zero; a batch whose header is intact but whose CRC fails is still
+// printed, with crcValid: false.
+//
+//	folio verify [-topic T]
+//
+// Checks the whole directory: the frames and checksums of the format file,
+// topic catalog, checkpoint and clean-shutdown marker; in every segment the
+// framing, CRC, offsets (ascending, within 2^31-1 of the segment's base, no
+// overlap between segments) and record encoding of every batch; and every
+// offset- and time-index entry against the batches it points at. It prints
+// a PROBLEM line per damage (file, byte position, batch offset) and NOTE
+// lines for states a crash or a live application leaves and the next open
+// handles (an incomplete last batch in a directory not closed cleanly, an
+// index ahead of its log there, leftover files), then a summary, and exits
+// non-zero if there was any problem.
+//
+// # Exit status and errors
+//
+// 0 on success, 2 for a command line that cannot run (unknown command or
+// flag, missing -topic, bad -offset or -f), 1 for every other failure. A
+// failure is one line on stderr, "folio <command>: <problem>", naming the
+// directory, topic, file and position concerned; bad input never panics.
+//
+// # Caveats
+//
+//   - A following consume learns of records another process appended by
+//     checking the files again every -interval (default 100 ms): across
+//     processes there is no notification to wait on (a Broker's waiters
+//     live in its memory), and the tool uses no inotify or kqueue so that it
+//     behaves alike everywhere. Inside one process, folio's Consumer blocks
+//     on a notification instead.
+//   - The read commands see what is in the files: up to the last complete
+//     batch, which under FlushSync may include records not yet fsynced and
+//     so not yet acknowledged or visible to the application's own consumers
+//     (its high watermark is the fsynced end). A power cut could still take
+//     those back.
+//   - The partition start comes from the first segment and the checkpoint
+//     file, which a live application rewrites every minute: records it
+//     deleted (DeleteRecordsBefore) since its last checkpoint may still be
+//     printed.
+//   - Consumer groups (folio groups, consume -group) are not available yet:
+//     they wait for the group package to be wired into the Broker.
+package main
