@@ -665,3 +665,45 @@ func TestSealDoesNotBlockAppends(t *testing.T) {
 		t.Fatalf("durable %d, end %d after Sync", l.DurableEndOffset(), l.LogEndOffset())
 	}
 }
+
+// TestReopenWithEmptyLastSegment: a log whose only segment is empty (here
+// after TruncateTo below the log start restarted it) is closed, reopened
+// cleanly or not, and appends to it.
+func TestReopenWithEmptyLastSegment(t *testing.T) {
+	for _, clean := range []bool{true, false} {
+		t.Run(fmt.Sprint("clean=", clean), func(t *testing.T) {
+			dir := t.TempDir()
+			o := &Options{SegmentBytes: 1024, FlushPolicy: FlushNone}
+			l, err := Open(nil, dir, o, State{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			appendN(t, l, "e", 6, 1, 300)
+			if _, err := l.DeleteRecordsBefore(4); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.TruncateTo(3); err != nil {
+				t.Fatal(err)
+			}
+			if l.Stats().Segments != 1 || l.LogEndOffset() != 3 || l.LogStartOffset() != 3 {
+				t.Fatalf("after the restart: %d segments, [%d, %d)", l.Stats().Segments, l.LogStartOffset(), l.LogEndOffset())
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			st := l.Checkpoint()
+			st.Clean = clean
+			l2 := openT(t, nil, dir, o, st)
+			if l2.LogEndOffset() != 3 || l2.LogStartOffset() != 3 {
+				t.Fatalf("reopened [%d, %d), want [3, 3)", l2.LogStartOffset(), l2.LogEndOffset())
+			}
+			first, _, err := l2.Append(makeBatch(t, "f", 0, 1, 10, 1))
+			if err != nil || first != 3 {
+				t.Fatalf("append: %d %v, want 3", first, err)
+			}
+			if got := readAll(t, l2, 3); len(got) != 1 || got[0].value != string(payload("f", 0, 10)) {
+				t.Fatalf("read back %+v", got)
+			}
+		})
+	}
+}
