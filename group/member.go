@@ -271,6 +271,7 @@ type Member[R any] struct {
 	consumed, processed, pending, committed map[TopicPartition]int64
 	nextAutoCommit                          time.Time
 	partitionCounts                         map[string]int32 // the leader's view at its last assignment
+	followUp                                bool             // the leader's last assignment left partitions out
 	pollCancel, fetchCancel                 context.CancelCauseFunc
 
 	kick   chan struct{}
@@ -487,9 +488,18 @@ func (m *Member[R]) poll(ctx context.Context) ([]R, error) {
 		id, gen := m.memberID, m.generation
 		fctx, fcancel := context.WithCancelCause(pctx)
 		m.fetchCancel = fcancel
+		// A fetch that waits for records must not hold back the commit of
+		// what was processed before it: wake it when the commit is due.
+		var commitTimer *time.Timer
+		if d, ok := m.autoCommitDueLocked(); ok {
+			commitTimer = time.AfterFunc(d, func() { fcancel(errAutoCommitDue) })
+		}
 		m.mu.Unlock()
 
 		recs, err := m.fetch(fctx, id, gen)
+		if commitTimer != nil {
+			commitTimer.Stop()
+		}
 		m.mu.Lock()
 		m.fetchCancel = nil
 		m.mu.Unlock()
@@ -498,7 +508,7 @@ func (m *Member[R]) poll(ctx context.Context) ([]R, error) {
 			if pctx.Err() != nil {
 				return nil, context.Cause(pctx)
 			}
-			if errors.Is(context.Cause(fctx), errRejoin) || fencingError(err) {
+			if cause := context.Cause(fctx); errors.Is(cause, errRejoin) || errors.Is(cause, errAutoCommitDue) || fencingError(err) {
 				continue
 			}
 			return nil, err
@@ -514,28 +524,40 @@ func (m *Member[R]) poll(ctx context.Context) ([]R, error) {
 // owner reads them from the committed offset).
 func (m *Member[R]) fetch(ctx context.Context, id string, gen int32) ([]R, error) {
 	if err := m.coord.ValidateGeneration(m.group, id, m.opts.InstanceID, gen); err != nil {
-		return nil, m.onRequestError(err)
+		return nil, m.onRequestError(err, id, gen)
 	}
 	recs, err := m.reader.Poll(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if err := m.coord.ValidateGeneration(m.group, id, m.opts.InstanceID, gen); err != nil {
-		return nil, m.onRequestError(err)
+		return nil, m.onRequestError(err, id, gen)
 	}
 	return recs, nil
 }
 
-// onRequestError records what a refused request says about the member and
-// returns err.
-func (m *Member[R]) onRequestError(err error) error {
+// onRequestError records what a refused request, sent as member id at
+// generation gen, says about the member, and returns err. An answer to a
+// request of an earlier incarnation (the member has rejoined since) is
+// ignored, as Kafka's client ignores responses of a generation it left:
+// it must not fence the current one.
+func (m *Member[R]) onRequestError(err error, id string, gen int32) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if errors.Is(err, ErrClosed) {
+		m.setFatalLocked(err)
+		return err
+	}
+	if m.memberID != id || m.generation != gen {
+		return err
+	}
 	switch {
-	case errors.Is(err, ErrFencedInstanceID), errors.Is(err, ErrClosed):
-		m.setFatal(err)
+	case errors.Is(err, ErrFencedInstanceID):
+		m.setFatalLocked(err)
 	case fencingError(err):
-		m.markFenced(err)
+		m.markFencedLocked(err)
 	case errors.Is(err, ErrRebalanceInProgress):
-		m.requestRejoin()
+		m.requestRejoinLocked()
 	}
 	return err
 }
@@ -548,25 +570,19 @@ func (m *Member[R]) interruptLocked() {
 	}
 }
 
-func (m *Member[R]) requestRejoin() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+func (m *Member[R]) requestRejoinLocked() {
 	m.rejoin = true
 	m.interruptLocked()
 }
 
-func (m *Member[R]) markFenced(err error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+func (m *Member[R]) markFencedLocked(err error) {
 	if m.fenced == nil {
 		m.fenced = err
 	}
 	m.interruptLocked()
 }
 
-func (m *Member[R]) setFatal(err error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+func (m *Member[R]) setFatalLocked(err error) {
 	if m.fatal == nil {
 		m.fatal = err
 	}
@@ -684,7 +700,8 @@ func (m *Member[R]) joinAndSync(ctx context.Context) error {
 			RequireKnownMemberID: true, ClientID: m.opts.ClientID,
 		}
 		owned := slices.Collect(maps.Keys(m.owned))
-		meta := encodeSubscription(m.opts.Topics, owned, m.generation)
+		gen := m.generation
+		meta := encodeSubscription(m.opts.Topics, owned, gen)
 		m.mu.Unlock()
 		for _, a := range m.opts.Assignors {
 			req.Protocols = append(req.Protocols, JoinGroupProtocol{Name: a.Name(), Metadata: meta})
@@ -699,7 +716,7 @@ func (m *Member[R]) joinAndSync(ctx context.Context) error {
 		case errors.Is(err, ErrRebalanceInProgress), errors.Is(err, ErrCoordinatorNotAvailable) && !errors.Is(err, ErrClosed):
 			continue
 		case err != nil:
-			m.onRequestError(err)
+			m.onRequestError(err, req.MemberID, gen)
 			if fencingError(err) && !errors.Is(err, ErrFencedInstanceID) {
 				return nil // lost and rejoined by ensureActive
 			}
@@ -722,7 +739,7 @@ func (m *Member[R]) joinAndSync(ctx context.Context) error {
 		case errors.Is(err, ErrRebalanceInProgress):
 			continue
 		case err != nil:
-			m.onRequestError(err)
+			m.onRequestError(err, resp.MemberID, resp.GenerationID)
 			if fencingError(err) && !errors.Is(err, ErrFencedInstanceID) {
 				return nil
 			}
@@ -730,12 +747,23 @@ func (m *Member[R]) joinAndSync(ctx context.Context) error {
 		}
 		tps, err := decodeAssignment(sresp.Assignment)
 		if err != nil {
-			m.setFatal(err)
+			m.mu.Lock()
+			m.setFatalLocked(err)
+			m.mu.Unlock()
 			return err
 		}
 		m.logger.Debug("group: joined", "group", m.group, "member", resp.MemberID, "generation", resp.GenerationID,
 			"protocol", resp.ProtocolName, "leader", resp.LeaderID == resp.MemberID, "partitions", len(tps))
-		return m.applyAssignment(ctx, tps)
+		if err := m.applyAssignment(ctx, tps); err != nil {
+			return err
+		}
+		m.mu.Lock()
+		if m.followUp {
+			m.followUp = false
+			m.requestRejoinLocked()
+		}
+		m.mu.Unlock()
+		return nil
 	}
 }
 
@@ -771,12 +799,28 @@ func (m *Member[R]) assign(resp *JoinGroupResponse) ([]SyncGroupAssignment, erro
 		// before its old one released it.
 		withholdTransfers(plan, subs, counts)
 	}
+	// A partition left out (withheld until its owner releases it) needs
+	// a second rebalance. Its owner asks for one when it revokes, but an
+	// owner that is gone (a static member replaced by a new process
+	// during this rebalance) never will: the leader asks too. The
+	// rebalance waits for every member, so it still follows the release.
+	subscribed, assigned := 0, 0
+	for t, n := range counts {
+		if slices.ContainsFunc(subs, func(s Subscription) bool { return s.subscribes(t) }) {
+			subscribed += int(n)
+		}
+	}
+	for _, tps := range plan {
+		assigned += len(tps)
+	}
+	followUp := assigned < subscribed
 	out := make([]SyncGroupAssignment, 0, len(subs))
 	for _, s := range subs {
 		out = append(out, SyncGroupAssignment{MemberID: s.MemberID, Assignment: encodeAssignment(plan[s.MemberID])})
 	}
 	m.mu.Lock()
 	m.partitionCounts = counts
+	m.followUp = followUp
 	m.mu.Unlock()
 	return out, nil
 }
@@ -832,7 +876,9 @@ func (m *Member[R]) applyAssignment(ctx context.Context, tps []TopicPartition) e
 		return err
 	}
 	if len(revoked) > 0 && m.protocol == Cooperative {
-		m.requestRejoin()
+		m.mu.Lock()
+		m.requestRejoinLocked()
+		m.mu.Unlock()
 	}
 	if len(added) == 0 {
 		return nil
@@ -877,7 +923,12 @@ func (m *Member[R]) startOffsets(ctx context.Context, tps []TopicPartition) (sta
 	}
 	resp, err := m.coord.OffsetFetch(ctx, req)
 	if err != nil {
-		return nil, nil, nil, m.onRequestError(err)
+		if errors.Is(err, ErrClosed) {
+			m.mu.Lock()
+			m.setFatalLocked(err)
+			m.mu.Unlock()
+		}
+		return nil, nil, nil, err
 	}
 	committed = map[TopicPartition]int64{}
 	for _, t := range resp.Topics {
@@ -977,6 +1028,24 @@ func (m *Member[R]) commitProcessed(ctx context.Context, tps []TopicPartition) e
 	return err
 }
 
+// errAutoCommitDue is the cause with which a waiting fetch is woken for
+// the auto-commit.
+var errAutoCommitDue = errors.New("group: auto-commit due")
+
+// autoCommitDueLocked returns how long until the auto-commit is due, if
+// there is processed progress it would commit.
+func (m *Member[R]) autoCommitDueLocked() (time.Duration, bool) {
+	if m.opts.DisableAutoCommit {
+		return 0, false
+	}
+	for tp, off := range m.processed {
+		if c, ok := m.committed[tp]; m.owned[tp] && (!ok || c != off) {
+			return max(time.Until(m.nextAutoCommit), 0), true
+		}
+	}
+	return 0, false
+}
+
 // maybeAutoCommit commits what was processed when the interval is up.
 func (m *Member[R]) maybeAutoCommit(ctx context.Context) {
 	if m.opts.DisableAutoCommit {
@@ -1017,7 +1086,7 @@ func (m *Member[R]) commit(ctx context.Context, offsets map[TopicPartition]int64
 	}
 	resp, err := m.coord.OffsetCommit(ctx, req)
 	if err != nil {
-		m.onRequestError(err)
+		m.onRequestError(err, req.MemberID, req.GenerationID)
 		if fencingError(err) || errors.Is(err, ErrRebalanceInProgress) {
 			return fmt.Errorf("%w: %w", ErrCommitFailed, err)
 		}
@@ -1086,17 +1155,17 @@ func (m *Member[R]) heartbeatOnce() {
 		if m.opts.InstanceID == "" {
 			_, _ = m.coord.LeaveGroup(ctx, &LeaveGroupRequest{Group: m.group, Members: []LeaveGroupMember{{MemberID: req.MemberID, Reason: "poll timeout"}}})
 		}
-		m.markFenced(fmt.Errorf("group %q: poll timeout: %w", m.group, ErrUnknownMemberID))
+		m.onRequestError(fmt.Errorf("group %q: poll timeout: %w", m.group, ErrUnknownMemberID), req.MemberID, req.GenerationID)
 		return
 	}
 	err := m.coord.Heartbeat(ctx, req)
 	switch {
 	case err == nil:
 		if leader && m.partitionsChanged(counts) {
-			m.requestRejoin()
+			m.onRequestError(fmt.Errorf("group %q: partitions of a subscribed topic changed: %w", m.group, ErrRebalanceInProgress), req.MemberID, req.GenerationID)
 		}
 	case errors.Is(err, ErrRebalanceInProgress), fencingError(err), errors.Is(err, ErrClosed):
-		m.onRequestError(err)
+		m.onRequestError(err, req.MemberID, req.GenerationID)
 	default:
 		m.logger.Warn("group: heartbeat", "group", m.group, "err", err)
 	}

@@ -46,7 +46,11 @@ type group struct {
 	delayRemaining time.Duration // of the rebalance timeout, after the delays
 	newMemberAdded bool
 	watchCh        chan struct{}
-	closed         bool // the coordinator closed
+	// renamed maps the old member id of a static member replaced during
+	// CompletingRebalance to its new one: the leader's assignment, made
+	// from the join response, still names the old id.
+	renamed map[string]string
+	closed  bool // the coordinator closed
 	offsets        map[TopicPartition]*committedOffset
 }
 
@@ -383,6 +387,17 @@ func (g *group) replaceStaticLocked(oldID, newID string, req *JoinGroupRequest, 
 		delete(g.pendingSync, oldID)
 		g.pendingSync[newID] = true
 	}
+	if g.state == StateCompletingRebalance {
+		if g.renamed == nil {
+			g.renamed = map[string]string{}
+		}
+		for o, n := range g.renamed {
+			if n == oldID {
+				g.renamed[o] = newID
+			}
+		}
+		g.renamed[oldID] = newID
+	}
 	wasLeader := g.leader == oldID
 	if wasLeader {
 		g.leader = newID
@@ -409,9 +424,11 @@ func (g *group) replaceStaticLocked(oldID, newID string, req *JoinGroupRequest, 
 			LeaderID: g.leader, MemberID: newID,
 		}
 		if wasLeader {
-			// The leader learns the members but must not assign: the
-			// group keeps the assignment of the current generation.
-			resp.SkipAssignment = true
+			// The leader learns the members. In Stable it must not
+			// assign: the group keeps the assignment of the generation
+			// (KIP-814). Before the leader's sync there is none yet, and
+			// this leader makes it.
+			resp.SkipAssignment = g.state == StateStable
 			resp.Members = g.memberMetadataLocked()
 		}
 		return nil, resp, nil
@@ -566,6 +583,7 @@ func (g *group) completeJoinLocked() {
 		}
 	}
 	g.generation++
+	g.renamed = nil
 	g.c.stats.rebalances.Add(1)
 	if len(g.members) == 0 {
 		g.protocol, g.protocolType, g.leader = "", "", ""
@@ -801,6 +819,11 @@ func (g *group) syncLocked(req *SyncGroupRequest) (chan syncOutcome, *SyncGroupR
 		plan := make(map[string][]byte, len(req.Assignments))
 		for _, a := range req.Assignments {
 			plan[a.MemberID] = a.Assignment
+		}
+		for oldID, newID := range g.renamed {
+			if _, ok := plan[newID]; !ok {
+				plan[newID] = plan[oldID]
+			}
 		}
 		for _, id := range g.order {
 			mm := g.members[id]
