@@ -51,7 +51,7 @@ type group struct {
 	// from the join response, still names the old id.
 	renamed map[string]string
 	closed  bool // the coordinator closed
-	offsets        map[TopicPartition]*committedOffset
+	offsets map[TopicPartition]*committedOffset
 }
 
 // member is one member as the coordinator knows it.

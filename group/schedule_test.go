@@ -100,7 +100,7 @@ func runSchedule(t *testing.T, seed uint64, steps int) {
 	s := &schedule{
 		t: t, rng: rng, topics: newMemTopics(), parts: int32(2 + rng.IntN(9)),
 		delivered: map[TopicPartition]map[int64]int{}, ledger: map[TopicPartition]*schedApp{},
-		produced:  map[TopicPartition]int64{}, committed: map[TopicPartition]int64{},
+		produced: map[TopicPartition]int64{}, committed: map[TopicPartition]int64{},
 	}
 	start := time.Now()
 	s.topics.create("t", int(s.parts))
