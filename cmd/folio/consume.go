@@ -67,7 +67,7 @@ func (sp startSpec) resolve(pv *partView, pb partBounds) (int64, error) {
 func runConsume(e env, args []string) error {
 	fs, dir := newFlags(e, "consume", "consume -topic T [-partition P] [-offset beginning|end|N|-N] [-n count] [-e] [-f format]")
 	name := fs.String("topic", "", "the topic to read (required)")
-	part := fs.Int("partition", -1, "the partition to read (default: all)")
+	part := fs.Int("partition", -1, "the partition to read; -1 reads every partition")
 	offset := fs.String("offset", "beginning", "where to start: beginning, end, an offset, or -N for N records before the end")
 	count := fs.Int64("n", 0, "exit after this many records (default: no limit)")
 	exitAtEnd := fs.Bool("e", false, "exit at the end of the log instead of following it")

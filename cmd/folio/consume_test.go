@@ -281,3 +281,56 @@ func TestChildProcessHoldsDirectory(t *testing.T) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// TestConsumeTopicDeletedWhileFollowing: a follower whose topic the
+// application deletes stops with an error saying so.
+func TestConsumeTopicDeletedWhileFollowing(t *testing.T) {
+	dir := t.TempDir()
+	b, err := folio.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := b.CreateTopic("gone", folio.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := b.NewProducer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := p.Produce(context.Background(), &folio.Record{Topic: "gone", Value: []byte("first")}); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	cmd := exec.Command(folioBin, "consume", "-dir", dir, "-topic", "gone", "-interval", "10ms")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Once it printed the record it is following the partition.
+	if line, err := readLineTimeout(bufio.NewReader(out), 30*time.Second); line != "first\n" {
+		t.Fatalf("consume printed %q, %v; stderr %s", line, err, stderr.String())
+	}
+	if err := b.DeleteTopic("gone"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatal("the follower did not notice the deletion")
+	}
+	r := result{stderr: stderr.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	}
+	checkFailure(t, r, 1, []string{"was the topic deleted?"}, cmd.Args[1:])
+}

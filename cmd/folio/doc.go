@@ -30,8 +30,9 @@
 //	folio produce -topic T [-partition P] [-K delim] [-report]
 //
 // Appends one record per line of stdin, as lines arrive: stdin may be a
-// stream that never ends (SIGINT or SIGTERM stops it; what was read is
-// still appended and the directory is closed cleanly). Without -K the line
+// stream that never ends (SIGINT or SIGTERM stops it: the lines handed to
+// the producer before it are still appended, and the directory is closed
+// cleanly). Without -K the line
 // is the value and the record has no key; with -K the line is key,
 // delimiter, value, split at the first delimiter ("\t" is a tab), and a line
 // without the delimiter has no key. Keyed records go where Kafka's

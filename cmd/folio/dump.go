@@ -17,7 +17,7 @@ import (
 func runDump(e env, args []string) (err error) {
 	fs, dir := newFlags(e, "dump", "dump -topic T [-partition P] | dump -file path/to/00000000000000000000.log")
 	name := fs.String("topic", "", "the topic whose segments to print")
-	part := fs.Int("partition", -1, "the partition (default: all)")
+	part := fs.Int("partition", -1, "the partition to print; -1 prints every partition")
 	file := fs.String("file", "", "print this .log file instead, wherever it is (no data directory needed)")
 	if err := parseFlags(fs, args); err != nil {
 		return err

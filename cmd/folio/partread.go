@@ -42,7 +42,7 @@ func (d *dataDir) partView(in topic.Info, p int32) *partView {
 func (pv *partView) bases() ([]int64, error) {
 	bases, err := segmentBases(pv.dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: partition directory %s is missing", ErrCorrupt, pv.dir)
+		return nil, fmt.Errorf("%w: directory %s does not exist (was the topic deleted?)", ErrUnknownPartition, pv.dir)
 	}
 	return bases, err
 }

@@ -21,7 +21,7 @@ const reportQueue = 4096
 func runProduce(e env, args []string) (err error) {
 	fs, dir := newFlags(e, "produce", "produce -topic T [-partition P] [-K delim] [-report]")
 	name := fs.String("topic", "", "the topic to produce to (required; created with default settings if missing)")
-	part := fs.Int("partition", -1, "the partition for every record (default: Kafka's partitioner: by key hash, unkeyed records sticky)")
+	part := fs.Int("partition", -1, "the partition for every record; -1 lets Kafka's partitioner choose (by key hash; unkeyed records stick to a partition per batch)")
 	delim := fs.String("K", "", `key delimiter: each line is key, delimiter, value ("\t" is a tab); a line without it has no key`)
 	report := fs.Bool("report", false, "after each record is acknowledged, print line<TAB>partition<TAB>offset")
 	if err := parseFlags(fs, args); err != nil {
