@@ -209,3 +209,30 @@ func TestTornTail(t *testing.T) {
 		t.Errorf("verify after recovery:\n%s", out)
 	}
 }
+
+// TestTornMiddleSegment: an incomplete batch at the end of a segment that
+// is not the last cannot be a write in progress (the writer has moved on):
+// consume stops there with an error, verify reports it.
+func TestTornMiddleSegment(t *testing.T) {
+	dir := t.TempDir()
+	fill(t, dir, "c", folio.TopicConfig{SegmentBytes: 8 << 10, Flush: folio.FlushNone}, 200, func(i int) string { return "v" + strconv.Itoa(i) + strings.Repeat("-", 100) })
+	pdir := filepath.Join(dir, topic.DirName("c", 0))
+	bases := segmentFiles(t, pdir)
+	if len(bases) < 3 {
+		t.Fatalf("%d segments; the test needs 3", len(bases))
+	}
+	mid := segment.LogPath(pdir, bases[1])
+	batches := scanLog(t, mid)
+	cut := batches[len(batches)-1]
+	if err := os.Truncate(mid, cut.pos+10); err != nil {
+		t.Fatal(err)
+	}
+	r := fails(t, 1, []string{mid, fmt.Sprintf("position %d", cut.pos), "incomplete batch", "not the last"}, "", "consume", "-dir", dir, "-topic", "c", "-e", "-f", `%o\n`)
+	if got := len(lines(r.stdout)); got != int(cut.base) {
+		t.Errorf("consume printed %d records before the torn batch at offset %d", got, cut.base)
+	}
+	r = fails(t, 1, []string{"corrupt", mid}, "", "verify", "-dir", dir)
+	if !strings.Contains(r.stdout, "PROBLEM "+mid+fmt.Sprintf(": position %d: incomplete batch", cut.pos)) {
+		t.Errorf("verify:\n%s", r.stdout)
+	}
+}

@@ -60,9 +60,6 @@ type dataDir struct {
 	// owner writes periodically: a start moved since (DeleteRecords) is
 	// not in it yet, and the first segment's base bounds the start anyway.
 	starts map[partKey]int64
-	// clean is whether the clean-shutdown marker is present: no Broker has
-	// written since it closed cleanly.
-	clean bool
 }
 
 // partKey names a partition of one incarnation of a topic.
@@ -85,8 +82,6 @@ func openDataDir(path string) (*dataDir, error) {
 	if d.starts, err = readCheckpoint(path, d.topics); err != nil {
 		return nil, err
 	}
-	_, err = os.Stat(filepath.Join(path, folio.CleanShutdownFile))
-	d.clean = err == nil
 	return d, nil
 }
 

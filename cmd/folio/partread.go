@@ -263,7 +263,8 @@ func (pr *partReader) poll(maxBytes int, visit func(b record.Batch, from int64) 
 			continue
 		}
 		if torn != nil {
-			return &corruptError{Path: torn.Path, Pos: torn.Pos, Offset: -1, Err: fmt.Errorf("%w in a segment that is not the last", torn)}
+			return &corruptError{Path: torn.Path, Pos: torn.Pos, Offset: -1,
+				Err: fmt.Errorf("%w (%d bytes) in a segment that is not the last", errTorn, torn.Have)}
 		}
 		pr.lf.Close()
 		pr.lf = nil
