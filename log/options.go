@@ -37,7 +37,8 @@ type Options struct {
 	// days; negative disables rolling by age.
 	SegmentAge time.Duration
 	// IndexIntervalBytes is how many bytes of batches lie between two index
-	// entries. Default 4096.
+	// entries. Default 4096; 1 puts an entry at (nearly) every batch (0
+	// means the default, so Kafka's 0 is spelled 1 here).
 	IndexIntervalBytes int
 	// MaxIndexBytes is the size of each index file of the active segment;
 	// a full index rolls the segment. Default 10 MiB.
