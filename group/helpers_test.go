@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -18,6 +19,9 @@ import (
 var seedFlag = flag.Uint64("seed", 0, "seed of the randomized tests (0: pick one and print it)")
 
 func TestMain(m *testing.M) {
+	if dir := os.Getenv(crashChildEnv); dir != "" {
+		crashChild(dir) // commits until killed
+	}
 	goleak.VerifyTestMain(m)
 }
 
