@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/foliolog/folio/internal/vfs"
 	"github.com/foliolog/folio/topic"
@@ -355,5 +356,29 @@ func TestCheckpointHoldsRecoveryPointsAndStarts(t *testing.T) {
 	}
 	if got := ti2.Partitions[1].LogStartOffset; got != 3 {
 		t.Fatalf("log start offset after reopen %d, want 3", got)
+	}
+}
+
+// TestPeriodicCheckpoint: the Broker writes the checkpoint on its own
+// schedule, with the recovery points of what was appended since.
+func TestPeriodicCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	b := openT(t, dir, &Options{CheckpointInterval: 10 * time.Millisecond})
+	ti := createTopicT(t, b, "t", TopicConfig{Flush: FlushSync})
+	p := producerT(t, b, nil)
+	produceN(t, p, "t", "p", 7)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		es, err := ReadCheckpoint(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(es) == 1 && es[0].TopicID == ti.ID && es[0].RecoveryPoint == 7 && b.Stats().Checkpoints >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no checkpoint with recovery point 7 after 10 s: %+v", es)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -181,30 +181,33 @@ func (p *Producer) ProducerID() (id int64, epoch int16) { return p.pid, p.epoch 
 // flush policy, returning where it went (also set in rec.Partition and
 // rec.Offset).
 //
-// If ctx ends while Produce waits for buffer memory, the record was not
-// produced and the error is ctx's. If ctx ends after the record was
-// buffered, the error wraps ErrUnknownOutcome and ctx's error: the record
-// may still be written (its fate can be learned by reading the partition).
+// If ctx has ended before the call, or ends while Produce waits for buffer
+// memory, the record was not produced and the error is ctx's. If ctx ends
+// after the record was buffered, the error wraps ErrUnknownOutcome and
+// ctx's error: the record may still be written (its fate can be learned by
+// reading the partition). rec may be reused once Produce returns.
 func (p *Producer) Produce(ctx context.Context, rec *Record) (partition int32, offset int64, err error) {
+	// The producer works on a copy, so that after an unknown outcome it
+	// never writes to rec behind the caller's back.
+	own := *rec
 	done := make(chan error, 1)
-	buffered := p.produce(ctx, rec, func(_ *Record, err error) { done <- err })
-	if !buffered {
-		err := <-done
-		return -1, -1, err
-	}
-	select {
-	case err := <-done:
+	settled := func(err error) (int32, int64, error) {
 		if err != nil {
 			return -1, -1, err
 		}
-		return rec.Partition, rec.Offset, nil
+		rec.Partition, rec.Offset = own.Partition, own.Offset
+		return own.Partition, own.Offset, nil
+	}
+	if !p.produce(ctx, &own, func(_ *Record, err error) { done <- err }) {
+		return settled(<-done)
+	}
+	select {
+	case err := <-done:
+		return settled(err)
 	case <-ctx.Done():
 		select {
 		case err := <-done: // settled meanwhile: report the real outcome
-			if err != nil {
-				return -1, -1, err
-			}
-			return rec.Partition, rec.Offset, nil
+			return settled(err)
 		default:
 		}
 		return -1, -1, fmt.Errorf("%w: %w", ErrUnknownOutcome, context.Cause(ctx))
