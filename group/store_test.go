@@ -330,8 +330,10 @@ func powerCutRound(t *testing.T, rng *rand.Rand, name string) {
 	var dead atomic.Bool
 	var wg sync.WaitGroup
 	for i := range groups {
+		tried[fmt.Sprintf("g%d", i)] = map[int64]bool{}
+	}
+	for i := range groups {
 		g := fmt.Sprintf("g%d", i)
-		tried[g] = map[int64]bool{}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
