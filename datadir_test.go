@@ -2,7 +2,12 @@ package folio
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -381,4 +386,77 @@ func TestPeriodicCheckpoint(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// TestRecoveryStartsAtCheckpoint: after a crash, a partition scans only the
+// segments from its checkpointed recovery point on; without a checkpoint it
+// scans them all. The Broker's logger reports what each partition did.
+func TestRecoveryStartsAtCheckpoint(t *testing.T) {
+	for _, checkpointed := range []bool{true, false} {
+		t.Run(fmt.Sprintf("checkpointed=%v", checkpointed), func(t *testing.T) {
+			dir := t.TempDir()
+			b := openT(t, dir, &Options{CheckpointInterval: -1})
+			createTopicT(t, b, "t", TopicConfig{Flush: FlushSync, SegmentBytes: 4096})
+			p := producerT(t, b, nil)
+			for i := range 800 {
+				p.ProduceAsync(context.Background(), &Record{Topic: "t", Value: value("a", i)}, nil)
+			}
+			if err := p.Flush(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if checkpointed {
+				if err := b.Checkpoint(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			produceN(t, p, "t", "b", 3)
+			segments := b.Stats().Partitions[0].Segments
+			kill(t, b, nil)
+
+			var logBuf bytes.Buffer
+			var logMu sync.Mutex // guards logBuf
+			logger := slog.New(slog.NewJSONHandler(lockedWriter{&logMu, &logBuf}, nil))
+			b = openT(t, dir, &Options{CheckpointInterval: -1, Logger: logger})
+			var rec struct {
+				Msg             string
+				SegmentsScanned int
+			}
+			logMu.Lock()
+			for _, line := range strings.Split(logBuf.String(), "\n") {
+				if strings.Contains(line, "recovered partition") {
+					if err := json.Unmarshal([]byte(line), &rec); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			logMu.Unlock()
+			if rec.Msg == "" {
+				t.Fatalf("no recovery reported:\n%s", logBuf.String())
+			}
+			if segments < 10 {
+				t.Fatalf("only %d segments: the test shows nothing", segments)
+			}
+			if checkpointed && rec.SegmentsScanned > 2 {
+				t.Fatalf("scanned %d of %d segments despite a checkpoint", rec.SegmentsScanned, segments)
+			}
+			if !checkpointed && rec.SegmentsScanned != segments {
+				t.Fatalf("scanned %d of %d segments without a checkpoint", rec.SegmentsScanned, segments)
+			}
+			ti, _ := b.DescribeTopic("t")
+			if ti.Partitions[0].LogEndOffset != 803 {
+				t.Fatalf("log end %d after recovery, want 803", ti.Partitions[0].LogEndOffset)
+			}
+		})
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
