@@ -399,7 +399,7 @@ func TestRecoveryStartsAtCheckpoint(t *testing.T) {
 			createTopicT(t, b, "t", TopicConfig{Flush: FlushSync, SegmentBytes: 4096})
 			p := producerT(t, b, nil)
 			for i := range 800 {
-				p.ProduceAsync(context.Background(), &Record{Topic: "t", Value: value("a", i)}, nil)
+				p.ProduceAsync(context.Background(), &Record{Topic: "t", Value: append(value("a", i), make([]byte, 100)...)}, nil)
 			}
 			if err := p.Flush(context.Background()); err != nil {
 				t.Fatal(err)
