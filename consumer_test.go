@@ -375,8 +375,10 @@ func TestConsumerCopiesAndZeroCopy(t *testing.T) {
 	b := openT(t, t.TempDir(), nil)
 	createTopicT(t, b, "plain", TopicConfig{Flush: FlushNone})
 	createTopicT(t, b, "zstd", TopicConfig{Flush: FlushNone, Compression: topic.CompressionZstd})
+	createTopicT(t, b, "send", TopicConfig{Flush: FlushNone, ReadPath: topic.ReadSendfile})
 	p := producerT(t, b, nil)
-	for _, name := range []string{"plain", "zstd"} {
+	names := []string{"plain", "zstd", "send"}
+	for _, name := range names {
 		for i := range 50 {
 			p.ProduceAsync(context.Background(), &Record{Topic: name, Key: []byte("k"), Value: value(name, i), Headers: []Header{{Key: "h", Value: value("h", i)}}}, nil)
 		}
@@ -384,7 +386,7 @@ func TestConsumerCopiesAndZeroCopy(t *testing.T) {
 	if err := p.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"plain", "zstd"} {
+	for _, name := range names {
 		kept := consumerT(t, b, &ConsumerOptions{MaxPollRecords: 10})
 		view := consumerT(t, b, &ConsumerOptions{MaxPollRecords: 10, ZeroCopy: true})
 		_ = kept.Assign(Assignment{Topic: name})
