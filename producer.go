@@ -471,18 +471,15 @@ func newProdPart(pr *Producer, p *partition, part *topic.Partitioner, n int32) *
 
 var builderPool sync.Map // record.Codec -> *sync.Pool of *record.Builder
 
-func getBuilder(codec record.Codec) *record.Builder {
+// getBuilder returns a pooled Builder for codec. The codec comes from
+// validated options or a topic's configuration, so NewBuilder fails only on
+// a programming error, which the record's callback then reports.
+func getBuilder(codec record.Codec) (*record.Builder, error) {
 	pool, _ := builderPool.LoadOrStore(codec, &sync.Pool{})
 	if b, ok := pool.(*sync.Pool).Get().(*record.Builder); ok {
-		return b
+		return b, nil
 	}
-	b, err := record.NewBuilder(&record.BuilderOptions{Codec: codec})
-	if err != nil {
-		// The codec was validated with the options or comes from a topic
-		// configuration; fall back to no compression rather than fail.
-		b, _ = record.NewBuilder(nil)
-	}
-	return b
+	return record.NewBuilder(&record.BuilderOptions{Codec: codec})
 }
 
 func putBuilder(codec record.Codec, b *record.Builder) {
@@ -501,7 +498,11 @@ func (pp *prodPart) add(rec *Record, cb func(*Record, error), size int64) error 
 		pp.sealLocked()
 	}
 	if pp.cur == nil {
-		pp.cur = &pendingBatch{bld: getBuilder(pp.codec)}
+		bld, err := getBuilder(pp.codec)
+		if err != nil {
+			return fmt.Errorf("folio: a batch builder for %s: %w", pp.p, err)
+		}
+		pp.cur = &pendingBatch{bld: bld}
 	}
 	if err := pp.cur.bld.Append(r); err != nil {
 		return fmt.Errorf("folio: encoding a record for %s: %w", pp.p, err)
@@ -690,7 +691,11 @@ func (pp *prodPart) encode(out []encoded, bld *record.Builder, recs []pendingRec
 	}
 	half := len(recs) / 2
 	for _, sub := range [][]pendingRec{recs[:half], recs[half:]} {
-		b := getBuilder(pp.codec)
+		b, err := getBuilder(pp.codec)
+		if err != nil {
+			out = append(out, encoded{recs: sub, err: fmt.Errorf("folio: a batch builder for %s: %w", pp.p, err)})
+			continue
+		}
 		for _, r := range sub {
 			rr := record.Record{Key: r.rec.Key, Value: r.rec.Value, Headers: r.rec.Headers, Timestamp: r.ts}
 			if err := b.Append(rr); err != nil {

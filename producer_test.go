@@ -658,3 +658,76 @@ func TestProducerStateExpires(t *testing.T) {
 		t.Fatalf("%d producers left", st.Partitions[0].Producers)
 	}
 }
+
+// TestCompressionExpansionSplits: random bytes grow under compression, so a
+// batch that fits the topic's limit uncompressed can exceed it compressed.
+// The producer splits such a batch and rebuilds the halves; a single record
+// that exceeds the limit once compressed fails alone with
+// ErrMessageTooLarge, and nothing else is lost.
+func TestCompressionExpansionSplits(t *testing.T) {
+	b := openT(t, t.TempDir(), nil)
+	createTopicT(t, b, "t", TopicConfig{Flush: FlushNone, MaxMessageBytes: 1024, Compression: topic.CompressionSnappy})
+	p := producerT(t, b, &ProducerOptions{Linger: time.Hour}) // fill whole batches
+	rng := rand.New(rand.NewPCG(testSeed(t), 4))
+	random := func(n int) []byte {
+		v := make([]byte, n)
+		for i := range v {
+			v[i] = byte(rng.Uint32())
+		}
+		return v
+	}
+	var (
+		mu      sync.Mutex // guards results
+		results = map[int]error{}
+	)
+	vals := map[int][]byte{}
+	for i := range 40 {
+		vals[i] = random(180)
+		p.ProduceAsync(context.Background(), &Record{Topic: "t", Value: vals[i]}, func(_ *Record, err error) {
+			mu.Lock()
+			results[i] = err
+			mu.Unlock()
+		})
+	}
+	// One record that fits uncompressed on its own but not compressed.
+	lone := &Record{Topic: "t"}
+	for lone.Value = random(900); aloneBatchSize(lone) < 1024; lone.Value = append(lone.Value, byte(rng.Uint32())) {
+	}
+	lone.Value = lone.Value[:len(lone.Value)-1]
+	var loneErr error
+	p.ProduceAsync(context.Background(), lone, func(_ *Record, err error) {
+		mu.Lock()
+		loneErr = err
+		mu.Unlock()
+	})
+	if err := p.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i, err := range results {
+		if err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+	}
+	if !errors.Is(loneErr, ErrMessageTooLarge) {
+		t.Fatalf("a record too large once compressed: %v", loneErr)
+	}
+	n := 0
+	for _, bt := range rawBatches(t, b, "t", 0) {
+		if len(bt) > 1024 || bt.Codec() != record.CodecSnappy {
+			t.Fatalf("batch of %d bytes, codec %v", len(bt), bt.Codec())
+		}
+		n += int(bt.NumRecords())
+	}
+	if n != 40 {
+		t.Fatalf("%d records stored, want 40", n)
+	}
+	c := consumerT(t, b, nil)
+	_ = c.Assign(Assignment{Topic: "t"})
+	for i, r := range pollN(t, c, 40) {
+		if !bytes.Equal(r.Value, vals[i]) {
+			t.Fatalf("record %d differs", i)
+		}
+	}
+}
