@@ -55,6 +55,10 @@ type PartitionStats struct {
 	Syncs, Rolls int64
 	// Fsync gives the durations of the partition's file fsyncs.
 	Fsync FsyncStats
+	// IndexRebuilds counts indexes rebuilt from the segment files because
+	// one was missing or damaged; RetentionErrors counts scheduled
+	// retention passes that failed.
+	IndexRebuilds, RetentionErrors int64
 	// Failed is set once the partition refuses appends after a failed
 	// write or fsync; Close and Open recover it.
 	Failed bool
@@ -112,6 +116,8 @@ func (b *Broker) Stats() Stats {
 			Syncs:              ls.Syncs,
 			Rolls:              ls.Rolls,
 			Fsync:              p.syncs.stats(),
+			IndexRebuilds:      ls.IndexRebuilds,
+			RetentionErrors:    ls.RetentionErrors,
 			Failed:             p.failed(),
 			Consumers:          lags[p],
 		}
