@@ -90,7 +90,12 @@ func TestMetricsAndStats(t *testing.T) {
 
 	st := b.Stats()
 	ps := st.Partitions[0]
-	if ps.Topic != "t" || ps.LogEndOffset != 20 || ps.HighWatermark != 20 || ps.DurableEndOffset != 20 || ps.Segments != 1 {
+	batches := rawBatches(t, b, "t", 0)
+	var size int64
+	for _, bt := range batches {
+		size += int64(len(bt))
+	}
+	if ps.Topic != "t" || ps.LogEndOffset != 20 || ps.HighWatermark != 20 || ps.DurableEndOffset != 20 || ps.Segments != 1 || ps.Bytes != size {
 		t.Errorf("partition stats %+v", ps)
 	}
 	if ps.Fsync.Count < 20 || ps.Fsync.P50 <= 0 || ps.Fsync.Max < ps.Fsync.P99 || ps.Fsync.P99 < ps.Fsync.P50 || ps.Fsync.Mean <= 0 {

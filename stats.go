@@ -2,9 +2,11 @@ package folio
 
 import (
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/foliolog/folio/internal/readpath"
+	"github.com/foliolog/folio/segment"
 )
 
 // Stats is a snapshot of a Broker's state. Counters are cumulative since
@@ -46,6 +48,9 @@ type PartitionStats struct {
 	// the partition's offsets: the first readable one, the end of what
 	// consumers see, the end of what is fsynced, and the next to append.
 	LogStartOffset, HighWatermark, DurableEndOffset, LogEndOffset int64
+	// Bytes is the size of the partition's segment files (.log), as the
+	// directory lists them.
+	Bytes int64
 	// Segments is the number of segments; OpenSealedSegments how many
 	// sealed ones hold files now (the active one always does).
 	Segments           int
@@ -111,6 +116,7 @@ func (b *Broker) Stats() Stats {
 			HighWatermark:      p.log.HighWatermark(),
 			DurableEndOffset:   cp.RecoveryPoint,
 			LogEndOffset:       p.log.LogEndOffset(),
+			Bytes:              p.logBytes(),
 			Segments:           ls.Segments,
 			OpenSealedSegments: ls.OpenSealedSegments,
 			Syncs:              ls.Syncs,
@@ -140,4 +146,25 @@ func (b *Broker) Stats() Stats {
 		return a.Partition < c.Partition
 	})
 	return st
+}
+
+// logBytes sums the sizes of the partition's .log files. The log does not
+// report its size, and Stats is rare enough for a directory listing; files
+// that vanish meanwhile (retention) are skipped.
+func (p *partition) logBytes() int64 {
+	dir := p.log.Dir()
+	ents, err := p.b.fs.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), segment.LogSuffix) || e.IsDir() {
+			continue
+		}
+		if fi, err := e.Info(); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
 }
