@@ -671,8 +671,9 @@ func copyField(arena, b []byte) ([]byte, []byte) {
 }
 
 // wait blocks until one of parts has a record at its position, the
-// assignment changes, or ctx ends. It does not poll: each partition's log
-// wakes it when its high watermark moves.
+// assignment changes, or ctx ends. It does not poll: a single partition's
+// log wakes it directly when its high watermark moves, several partitions'
+// logs through their dataWatch.
 func (c *Consumer) wait(ctx context.Context, parts []pollPart, changed context.Context) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -682,23 +683,23 @@ func (c *Consumer) wait(ctx context.Context, parts []pollPart, changed context.C
 		err := parts[0].ap.p.log.Wait(wctx, parts[0].pos)
 		return c.waitResult(ctx, err)
 	}
-	var wg sync.WaitGroup
-	defer wg.Wait() // runs after the cancel below: every helper returns
-	first := make(chan error, len(parts))
+	// Several partitions: one wake-up channel registered with each, no
+	// goroutine per partition (see dataWatch).
+	w := newDataWaiter()
 	for _, pp := range parts {
-		wg.Add(1)
-		go func(l *log.Log, pos int64) {
-			defer wg.Done()
-			first <- l.Wait(wctx, pos)
-		}(pp.ap.p.log, pp.pos)
+		pp.ap.p.watch.register(w, pp.pos)
 	}
-	var err error
+	defer func() {
+		for _, pp := range parts {
+			pp.ap.p.watch.unregister(w)
+		}
+	}()
 	select {
-	case err = <-first:
+	case <-w.ch:
+		return c.waitResult(ctx, nil)
 	case <-wctx.Done():
+		return c.waitResult(ctx, nil)
 	}
-	cancel()
-	return c.waitResult(ctx, err)
 }
 
 // waitResult turns the end of a wait into Poll's next step: nil to read
