@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -92,8 +93,16 @@ func Open(dir string, opts *Options) (*Broker, error) {
 	if o.ReadOnly {
 		return openReadOnly(dir, o)
 	}
-	if err := o.fs.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("folio: creating data directory %s: %w", dir, err)
+	if _, err := o.fs.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		if err := o.fs.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("folio: creating data directory %s: %w", dir, err)
+		}
+		// The new directory's own entry must survive a power cut, or the
+		// files made durable in it would vanish with it.
+		parent := filepath.Dir(filepath.Clean(dir))
+		if err := o.fs.SyncDir(parent); err != nil {
+			return nil, fmt.Errorf("folio: syncing %s after creating %s: %w", parent, dir, err)
+		}
 	}
 	lk, err := lockDir(dir)
 	if err != nil {
@@ -109,9 +118,11 @@ func Open(dir string, opts *Options) (*Broker, error) {
 
 // OpenReadOnly opens the data directory dir for reading, without its lock,
 // so a tool can inspect a directory a live Broker is writing. It writes
-// nothing: no recovery, no checkpoint, no marker. Topic changes and produce
-// fail with ErrReadOnly; consumers work. The directory must exist and be a
-// Folio data directory. opts nil means defaults.
+// nothing: no recovery, no checkpoint, no marker; every layer below runs on
+// a file layer that refuses changes. Topic changes and produce fail with
+// ErrReadOnly; consumers work, and see each partition as it was at open, up
+// to its last complete batch. The directory must exist and be a Folio data
+// directory. opts nil means defaults.
 func OpenReadOnly(dir string, opts *Options) (*Broker, error) {
 	o := opts.withDefaults()
 	if err := o.validate(); err != nil {
