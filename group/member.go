@@ -668,18 +668,14 @@ func (m *Member[R]) joinAndSync(ctx context.Context) error {
 	m.mu.Unlock()
 	if inGeneration && !m.opts.DisableAutoCommit {
 		// Commit what was processed while the partitions are surely ours
-		// (Kafka's onJoinPrepare).
-		if err := m.commitProcessed(ctx, nil); err != nil && ctx.Err() != nil {
-			return err
-		}
+		// (Kafka's onJoinPrepare). A failure only means more redelivery.
+		_ = m.commitProcessed(context.WithoutCancel(ctx), nil)
 	}
 	if m.protocol == Eager {
 		m.mu.Lock()
 		all := sortedPartitions(slices.Collect(maps.Keys(m.owned)))
 		m.mu.Unlock()
-		if err := m.revoke(ctx, all); err != nil {
-			return err
-		}
+		m.revoke(ctx, all)
 	}
 	for {
 		if err := ctx.Err(); err != nil {
@@ -755,6 +751,11 @@ func (m *Member[R]) joinAndSync(ctx context.Context) error {
 		m.logger.Debug("group: joined", "group", m.group, "member", resp.MemberID, "generation", resp.GenerationID,
 			"protocol", resp.ProtocolName, "leader", resp.LeaderID == resp.MemberID, "partitions", len(tps))
 		if err := m.applyAssignment(ctx, tps); err != nil {
+			// The member's partitions and the group's view of them may
+			// differ now: the next poll rejoins to settle them.
+			m.mu.Lock()
+			m.requestRejoinLocked()
+			m.mu.Unlock()
 			return err
 		}
 		m.mu.Lock()
@@ -828,14 +829,15 @@ func (m *Member[R]) assign(resp *JoinGroupResponse) ([]SyncGroupAssignment, erro
 // revoke gives up partitions in an orderly way: what was processed is
 // committed, OnRevoked runs while they are still owned, then the Reader
 // stops reading them.
-func (m *Member[R]) revoke(ctx context.Context, tps []TopicPartition) error {
+func (m *Member[R]) revoke(ctx context.Context, tps []TopicPartition) {
 	if len(tps) == 0 {
-		return nil
+		return
 	}
 	if !m.opts.DisableAutoCommit {
-		if err := m.commitProcessed(ctx, tps); err != nil && ctx.Err() != nil {
-			return err
-		}
+		// Not abandoned when ctx ends: a revocation must complete, and
+		// the commit waits on no other party. A failure only means more
+		// redelivery.
+		_ = m.commitProcessed(context.WithoutCancel(ctx), tps)
 	}
 	if m.opts.OnRevoked != nil {
 		m.opts.OnRevoked(ctx, tps)
@@ -846,7 +848,6 @@ func (m *Member[R]) revoke(ctx context.Context, tps []TopicPartition) error {
 	m.mu.Lock()
 	m.dropLocked(tps)
 	m.mu.Unlock()
-	return nil
 }
 
 // applyAssignment moves the member to a new assignment: revoked partitions
@@ -872,9 +873,7 @@ func (m *Member[R]) applyAssignment(ctx context.Context, tps []TopicPartition) e
 	}
 	m.mu.Unlock()
 	revoked, added = sortedPartitions(revoked), sortedPartitions(added)
-	if err := m.revoke(ctx, revoked); err != nil {
-		return err
-	}
+	m.revoke(ctx, revoked)
 	if len(revoked) > 0 && m.protocol == Cooperative {
 		m.mu.Lock()
 		m.requestRejoinLocked()
@@ -921,7 +920,9 @@ func (m *Member[R]) startOffsets(ctx context.Context, tps []TopicPartition) (sta
 		t := &req.Topics[len(req.Topics)-1]
 		t.Partitions = append(t.Partitions, tp.Partition)
 	}
-	resp, err := m.coord.OffsetFetch(ctx, req)
+	// OffsetFetch waits on nothing; an ended ctx must not leave the
+	// assignment half applied.
+	resp, err := m.coord.OffsetFetch(context.WithoutCancel(ctx), req)
 	if err != nil {
 		if errors.Is(err, ErrClosed) {
 			m.mu.Lock()

@@ -281,7 +281,9 @@ func (s *schedule) join(static string) {
 	if err != nil {
 		s.t.Fatalf("%s: Join: %v", name, err)
 	}
+	s.mu.Lock() // the other members' callbacks read a.m
 	a.m = m
+	s.mu.Unlock()
 	s.apps = append(s.apps, a)
 	s.startPolling(a)
 }
