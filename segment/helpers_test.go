@@ -417,7 +417,8 @@ func segDir(t testing.TB) string {
 	if err != nil {
 		d = t.TempDir()
 	} else {
-		t.Cleanup(func() { os.RemoveAll(d) })
+		top := d // d changes below; remove the whole temporary directory
+		t.Cleanup(func() { os.RemoveAll(top) })
 	}
 	d = filepath.Join(d, "topic-0")
 	if err := os.MkdirAll(d, 0o755); err != nil {
