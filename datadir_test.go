@@ -347,7 +347,7 @@ func TestCheckpointHoldsRecoveryPointsAndStarts(t *testing.T) {
 			t.Fatalf("partition %d: entry %+v (found %v), want recovery point %d, start %d", part, e, ok, w[0], w[1])
 		}
 	}
-	if st := b.Stats(); st.Checkpoints != 1 || st.LastCheckpoint.IsZero() {
+	if st := b.Stats(); st.Checkpoints != 2 || st.LastCheckpoint.IsZero() { // DeleteRecordsBefore checkpoints too
 		t.Fatalf("Stats: %d checkpoints at %v", st.Checkpoints, st.LastCheckpoint)
 	}
 	// The start offset survives a restart: the next Open serves from 3.
@@ -459,4 +459,39 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// TestDeleteRecordsSurvivesCrash: the log start offset DeleteRecordsBefore
+// sets is checkpointed at once, so a crash right after does not bring the
+// records back.
+func TestDeleteRecordsSurvivesCrash(t *testing.T) {
+	fs := vfs.NewFaultFS()
+	dir := t.TempDir()
+	b, err := Open(dir, faultOpts(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	createTopicT(t, b, "t", TopicConfig{Flush: FlushSync})
+	p := producerT(t, b, nil)
+	produceN(t, p, "t", "d", 10)
+	if err := b.DeleteRecordsBefore("t", 0, 4); err != nil {
+		t.Fatal(err)
+	}
+	kill(t, b, fs)
+	if err := fs.PowerCut(); err != nil {
+		t.Fatal(err)
+	}
+	b = openT(t, dir, faultOpts(fs))
+	ti, err := b.DescribeTopic("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ti.Partitions[0].LogStartOffset; got != 4 {
+		t.Fatalf("log start offset %d after a crash, want 4", got)
+	}
+	c := consumerT(t, b, nil)
+	_ = c.Assign(Assignment{Topic: "t"})
+	if recs := pollN(t, c, 6); recs[0].Offset != 4 {
+		t.Fatalf("first record %d", recs[0].Offset)
+	}
 }

@@ -244,8 +244,10 @@ func (b *Broker) describe(ts *topicState) TopicInfo {
 
 // DeleteRecordsBefore makes offset the partition's new log start offset
 // (Kafka's DeleteRecords): records below it are no longer served, and the
-// segments holding only such records are deleted. The new start is
-// checkpointed, so the records stay deleted across restarts.
+// segments holding only such records are deleted. The new start is written
+// to the checkpoint file before DeleteRecordsBefore returns, so the records
+// stay deleted across a crash. offset may not pass the high watermark
+// (*OffsetOutOfRangeError).
 func (b *Broker) DeleteRecordsBefore(topicName string, partition int32, offset int64) error {
 	if err := b.writable(); err != nil {
 		return err
@@ -254,7 +256,13 @@ func (b *Broker) DeleteRecordsBefore(topicName string, partition int32, offset i
 	if err != nil {
 		return err
 	}
-	return p.deleteRecordsBefore(offset)
+	if err := p.deleteRecordsBefore(offset); err != nil {
+		return err
+	}
+	if err := b.writeCheckpoint(b.allPartitions()); err != nil {
+		return fmt.Errorf("folio: %s: records before %d are deleted but the new start is not checkpointed: %w", p, offset, err)
+	}
+	return nil
 }
 
 // EnforceRetention applies every partition's retention now (the Broker
