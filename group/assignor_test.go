@@ -325,3 +325,52 @@ func TestEagerAssignorsBalance(t *testing.T) {
 		t.Fatal("cooperative-sticky's name or protocol")
 	}
 }
+
+// FuzzDecodeSubscription: member metadata from the wire never panics the
+// decoder or the assignors, and what decodes re-encodes to the same
+// subscription.
+func FuzzDecodeSubscription(f *testing.F) {
+	f.Add(encodeSubscription([]string{"a", "b"}, tps("a", 1, "b", 0), 4))
+	f.Add([]byte{0, 1, 0, 0, 0, 1, 0, 1, 'a', 0, 0, 0, 4, 0, 0, 0, 9, 0, 0, 0, 0})
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff})
+	f.Add([]byte{0, 3, 0x7f, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, meta []byte) {
+		s, err := decodeSubscription("m", "", meta)
+		if err != nil {
+			return
+		}
+		again, err := decodeSubscription("m", "", encodeSubscription(s.Topics, s.Owned, s.Generation))
+		if err != nil || !slices.Equal(again.Topics, s.Topics) || !slices.Equal(again.Owned, sortedPartitions(s.Owned)) {
+			t.Fatalf("re-encoded %+v decodes to %+v, %v", s, again, err)
+		}
+		parts := map[string]int32{}
+		for i, tp := range s.Topics {
+			if i < 8 {
+				parts[tp] = int32(1 + len(tp)%5)
+			}
+		}
+		other := Subscription{MemberID: "n", Topics: s.Topics, Owned: tps("x", 0), Generation: s.Generation}
+		for _, a := range []Assignor{Range(), RoundRobin(), CooperativeSticky()} {
+			members := []Subscription{s, other}
+			checkAssignment(t, a.Name(), members, parts, a.Assign(members, parts))
+		}
+	})
+}
+
+// FuzzDecodeAssignment: an assignment from the wire never panics, and what
+// decodes re-encodes to the same partitions.
+func FuzzDecodeAssignment(f *testing.F) {
+	f.Add(encodeAssignment(tps("a", 0, "a", 2, "b", 1)))
+	f.Add([]byte{})
+	f.Add([]byte{0, 1, 0, 0, 0, 5})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, err := decodeAssignment(b)
+		if err != nil {
+			return
+		}
+		again, err := decodeAssignment(encodeAssignment(got))
+		if err != nil || !slices.Equal(again, sortedPartitions(got)) {
+			t.Fatalf("re-encoded %v decodes to %v, %v", got, again, err)
+		}
+	})
+}
