@@ -71,6 +71,13 @@
 // reports what was cut. Recover reads the file with pread only and never
 // panics. Append applies the same checks to every batch it is given.
 //
+// A rebuild (by Recover, or of an index that failed a check) computes the
+// entries first and then compares them with the index file: a file that
+// holds exactly them, as a sealed segment's usually does after a crash, is
+// kept and only fsynced; any other is rewritten in place, under its own
+// name and inode. Neither removes nor creates a file (only a missing one),
+// which on ext4 costs far more than the scan of a small segment.
+//
 // # Opening lazily
 //
 // Open touches no file: a log holds thousands of sealed segments and opens
@@ -79,8 +86,8 @@
 // TruncateTo) opens the .log, checks the indexes and maps them, in O(1):
 // the segment's end state comes from the indexes' last entries plus a scan
 // of the batches after the last offset entry (about IndexIntervalBytes).
-// Nothing of the .log is mapped before the first read. CloseIdle gives the
-// files back; Loaded reports whether they are held.
+// Nothing of the .log is mapped before the first lookup or read. CloseIdle
+// gives the files back; Loaded reports whether they are held.
 //
 // # Concurrency
 //
@@ -91,6 +98,14 @@
 // they load that state after their index lookups, so every entry they see
 // points below the size they read up to, and they never read a byte beyond
 // it. Sync (fsync) does not take the append lock either.
+//
+// With the Mmap read path, readers walk batch headers in the .log's read
+// mapping (the active segment's covers MaxSegmentBytes, so it never moves
+// as the file grows), inside readpath.Guard, below the published size: a
+// lookup or read costs no system call. A .log cut behind the segment's
+// back then faults, and the fault is an error wrapping ErrCorrupt. The
+// Sendfile path, and the appender's own scans (loading, rebuilds,
+// truncation), read headers with pread.
 //
 // Locks: appendMu serialises the writing methods and guards the appender's
 // counter; resMu guards the open files, shared by readers for one call and
@@ -112,7 +127,9 @@
 // # Durability
 //
 // Append leaves the batch in the page cache; Sync (or Seal) fsyncs the .log
-// and then the indexes. A failed write or fsync of the .log makes the
+// and then the indexes, SyncLog the .log alone (enough for a caller that
+// recovers the segment holding its recovery point after an unclean start,
+// as the log does: see SyncLog). A failed write or fsync of the .log makes the
 // segment fail-stop: writes return ErrFailed until Recover. Create, Delete
 // and the copy of TruncateTo fsync the directory. Close does not fsync.
 //

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 
 	"github.com/foliolog/folio/index"
 	"github.com/foliolog/folio/record"
@@ -85,43 +86,237 @@ func (s *Segment) freshIndexes(f *files) error {
 	return nil
 }
 
-// rebuildIndexes recreates both indexes of f from the batch headers below
-// sc.limit, applying the index rule, and returns the resulting state. With
-// seal it adds the final time entry and seals both. A full index stops
-// taking entries (lookups then scan further, still correctly).
-func (s *Segment) rebuildIndexes(f *files, sc *scanner, seal bool) (*indexer, error) {
-	if err := s.freshIndexes(f); err != nil {
-		return nil, err
+// indexPlan holds, in memory, the entries the index rule gives a sequence
+// of batches: what a rebuild appends to empty index files. It applies the
+// index package's acceptance rules (the time index skips a timestamp that
+// is not above its last one; a full index takes nothing more, and a batch
+// whose offset entry does not fit gets no time entry either, as
+// appendEntries stops there), so the files it writes are exactly those an
+// entry-by-entry rebuild would make, and an index already holding them can
+// be kept as it is.
+type indexPlan struct {
+	offs    []index.OffsetEntry
+	times   []index.TimeEntry
+	offCap  int // entries an index of MaxIndexBytes holds
+	timeCap int
+}
+
+func (s *Segment) newPlan() *indexPlan {
+	return &indexPlan{
+		offCap:  int(s.opts.MaxIndexBytes / index.OffsetEntrySize),
+		timeCap: int(s.opts.MaxIndexBytes / index.TimeEntrySize),
 	}
+}
+
+// add records the entries of the indexed batch h at pos, given the state
+// t after it (the maximum timestamp so far), as appendEntries would.
+func (p *indexPlan) add(pos int64, h record.Batch, t *tip) {
+	if len(p.offs) >= p.offCap {
+		return
+	}
+	p.offs = append(p.offs, index.OffsetEntry{Offset: h.LastOffset(), Position: pos})
+	p.addTime(t.maxTs, t.maxTsOffset)
+}
+
+func (p *indexPlan) addTime(ts, offset int64) {
+	last := int64(index.NoTimestamp)
+	if n := len(p.times); n > 0 {
+		last = p.times[n-1].Timestamp
+	}
+	if ts > last && len(p.times) < p.timeCap {
+		p.times = append(p.times, index.TimeEntry{Timestamp: ts, Offset: offset})
+	}
+}
+
+// seal adds the final time entry a sealed segment gets (see Seal).
+func (p *indexPlan) seal(t *tip) { p.addTime(t.maxTs, t.maxTsOffset) }
+
+// rebuildIndexes rebuilds both indexes of f from the batch headers below
+// sc.limit, applying the index rule, and returns the resulting state. With
+// seal the indexes get the final time entry and are opened read-only (a
+// sealed segment's); otherwise they are opened writable. A full index stops
+// taking entries (lookups then scan further, still correctly). Readers must
+// be excluded (resMu held exclusively, or f not yet published). An error
+// after the scan may leave f without indexes (see dropFilesLocked).
+func (s *Segment) rebuildIndexes(f *files, sc *scanner, seal bool) (*indexer, error) {
 	x := s.newIndexer()
-	var ierr error
+	p := s.newPlan()
 	_, err := sc.walk(0, func(pos int64, h record.Batch) bool {
-		if x.observe(pos, h) && ierr == nil {
-			if err := appendEntries(f.off, f.time, pos, h, &x.t); err != nil && !errors.Is(err, index.ErrFull) {
-				ierr = err
-			}
+		if x.observe(pos, h) {
+			p.add(pos, h, &x.t)
 		}
 		return true
 	})
-	if err = errors.Join(err, ierr); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	if seal {
-		if err := s.sealIndexes(f, &x.t); err != nil {
-			return nil, err
-		}
+		p.seal(&x.t)
+	}
+	if err := s.closeIndexes(f); err != nil {
+		return nil, err
+	}
+	if err := s.writeIndexFiles(p); err != nil {
+		return nil, err
+	}
+	if err := s.openIndexFiles(f, !seal); err != nil {
+		return nil, err
 	}
 	return x, nil
 }
 
-// sealIndexes adds the final time entry and seals both indexes.
-func (s *Segment) sealIndexes(f *files, t *tip) error {
-	if t.maxTs > index.NoTimestamp {
-		if err := f.time.Append(t.maxTs, t.maxTsOffset); err != nil && !errors.Is(err, index.ErrFull) {
-			return fmt.Errorf("segment: final time index entry of %s: %w", s.logPath, err)
-		}
+// closeIndexes closes f's indexes, if open; Close waits out lookups still
+// inside them.
+func (s *Segment) closeIndexes(f *files) error {
+	var errs []error
+	if f.off != nil {
+		errs = append(errs, f.off.Close())
+		f.off = nil
 	}
-	return errors.Join(f.off.Seal(), f.time.Seal())
+	if f.time != nil {
+		errs = append(errs, f.time.Close())
+		f.time = nil
+	}
+	return errors.Join(errs...)
+}
+
+// openIndexFiles opens both index files into f, writable or read-only,
+// and marks the indexes rebuilt (gen).
+func (s *Segment) openIndexFiles(f *files, writable bool) error {
+	off, err := index.OpenOffset(s.fs, s.offPath, s.base, writable, s.indexOpts())
+	if err != nil {
+		return err
+	}
+	tm, err := index.OpenTime(s.fs, s.timePath, s.base, writable, s.indexOpts())
+	if err != nil {
+		return errors.Join(err, off.Close())
+	}
+	f.off, f.time = off, tm
+	f.gen++
+	return nil
+}
+
+// writeIndexFiles makes both index files hold exactly p's entries, trimmed
+// and durable (fsynced). A file that holds them already is left as it is
+// and only fsynced: recovery after a crash mostly finds sealed segments
+// whose indexes are right, and rewriting them would cost a create or a
+// truncation, and writeback, per file. Otherwise the file is rewritten in
+// place (its entries reset, the new ones appended, trimmed by Seal), and
+// only a file the index package cannot open writable (one that fails its
+// sanity check) is emptied first. The indexes must not be open in f.
+func (s *Segment) writeIndexFiles(p *indexPlan) error {
+	openOff := func(writable bool) (*index.OffsetIndex, error) {
+		return index.OpenOffset(s.fs, s.offPath, s.base, writable, s.indexOpts())
+	}
+	err := writeIndexFile(s, s.offPath, p.offs, openOff, func(x *index.OffsetIndex, e index.OffsetEntry) error {
+		return x.Append(e.Offset, e.Position)
+	})
+	if err != nil {
+		return err
+	}
+	openTime := func(writable bool) (*index.TimeIndex, error) {
+		return index.OpenTime(s.fs, s.timePath, s.base, writable, s.indexOpts())
+	}
+	return writeIndexFile(s, s.timePath, p.times, openTime, func(x *index.TimeIndex, e index.TimeEntry) error {
+		return x.Append(e.Timestamp, e.Offset)
+	})
+}
+
+// indexFile is what writeIndexFile needs of an *index.OffsetIndex or
+// *index.TimeIndex with entries of type E.
+type indexFile[E comparable] interface {
+	Entries() int
+	Entry(i int) E
+	Reset() error
+	Seal() error
+	Close() error
+}
+
+// writeIndexFile is writeIndexFiles for the one index file at path: open
+// opens it, add appends one entry.
+func writeIndexFile[E comparable, X indexFile[E]](s *Segment, path string, want []E, open func(writable bool) (X, error), add func(X, E) error) error {
+	same, err := fileHolds(want, open)
+	if err != nil {
+		return fmt.Errorf("segment: check %s: %w", path, err)
+	}
+	if same {
+		return s.syncFile(path)
+	}
+	x, err := open(true)
+	if errors.Is(err, index.ErrCorrupt) {
+		// Not an index the package will write into: empty it in place,
+		// keeping the file, and start from nothing.
+		if err := s.emptyFile(path); err != nil {
+			return err
+		}
+		x, err = open(true)
+	}
+	if err != nil {
+		return fmt.Errorf("segment: rebuild %s: %w", path, err)
+	}
+	err = x.Reset()
+	for i := 0; err == nil && i < len(want); i++ {
+		err = add(x, want[i])
+	}
+	if err == nil {
+		err = x.Seal()
+	}
+	if err = errors.Join(err, x.Close()); err != nil {
+		return fmt.Errorf("segment: rebuild %s: %w", path, err)
+	}
+	return nil
+}
+
+// fileHolds reports whether the index file passes its sanity check and
+// holds exactly want, opening it read-only. A missing or corrupt file does
+// not.
+func fileHolds[E comparable, X indexFile[E]](want []E, open func(writable bool) (X, error)) (bool, error) {
+	x, err := open(false)
+	if err != nil {
+		if errors.Is(err, index.ErrCorrupt) || errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+		return false, err
+	}
+	same := x.Entries() == len(want)
+	for i := 0; same && i < len(want); i++ {
+		same = x.Entry(i) == want[i]
+	}
+	return same, x.Close()
+}
+
+// emptyFile truncates the file at path to zero bytes.
+func (s *Segment) emptyFile(path string) error {
+	f, err := s.fs.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("segment: open %s: %w", path, err)
+	}
+	err = f.Truncate(0)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("segment: empty %s: %w", path, err)
+	}
+	return nil
+}
+
+// syncFile fsyncs the file at path through a read-only handle: an index
+// kept as it was may still have pages that a crashed process wrote and
+// that never reached the disk.
+func (s *Segment) syncFile(path string) error {
+	f, err := s.fs.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return fmt.Errorf("segment: open %s: %w", path, err)
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("segment: fsync %s: %w", path, err)
+	}
+	return nil
 }
 
 // entryMatches reports whether the offset-index entry e describes a real
@@ -133,7 +328,22 @@ func (s *Segment) entryMatches(sc *scanner, e index.OffsetEntry) bool {
 		return false
 	}
 	h, err := sc.header(e.Position)
-	return err == nil && h.LastOffset() == e.Offset
+	return err == nil && offsetEntryFits(e, h)
+}
+
+// offsetEntryFits is what an offset-index entry e must say of h, the valid
+// batch starting at e.Position, for the segment to use it: h ends at e's
+// offset, and it is not the first batch (the index rule never indexes
+// position 0, which is the implicit entry).
+func offsetEntryFits(e index.OffsetEntry, h record.Batch) bool {
+	return e.Position > 0 && h.LastOffset() == e.Offset
+}
+
+// timeEntryFits is what a time-index entry e must say of h, the valid batch
+// ending at e's offset: its MaxTimestamp is e's timestamp (the running
+// maximum first reached e's timestamp in h).
+func timeEntryFits(e index.TimeEntry, h record.Batch) bool {
+	return h.LastOffset() == e.Offset && h.MaxTimestamp() == e.Timestamp
 }
 
 // errStaleIndex reports an index entry that does not match the log; the
@@ -150,20 +360,40 @@ type cursor struct {
 	s  *Segment
 	f  *files
 	t  *tip
-	sc *scanner
+	sc *scanner // &scan once pinned
+	// mapped lets the scanner read headers from f's read mapping: set by
+	// withCursor, which runs the cursor inside readpath.Guard.
+	mapped bool
+	scan   scanner
 }
 
 // pinned returns a cursor over the first limit bytes, for callers that
-// hold appendMu (no concurrent appends).
+// hold appendMu (no concurrent appends). It reads headers with pread.
 func (s *Segment) pinned(f *files, t *tip) *cursor {
-	return &cursor{s: s, f: f, t: t, sc: s.newScanner(f.scanFile(), t.size)}
+	c := &cursor{s: s, f: f, t: t, scan: s.newScanner(f.scanFile(), t.size)}
+	c.sc = &c.scan
+	return c
 }
 
 func (c *cursor) pin() {
-	if c.t == nil {
-		c.t = c.s.tip.Load()
-		c.sc = c.s.newScanner(c.f.scanFile(), c.t.size)
+	if c.t != nil {
+		return
 	}
+	c.t = c.s.tip.Load()
+	if data := c.mappedLog(); data != nil && int64(len(data)) >= c.t.size {
+		c.scan = c.s.mappedScanner(data, c.t.size)
+	} else {
+		c.scan = c.s.newScanner(c.f.scanFile(), c.t.size)
+	}
+	c.sc = &c.scan
+}
+
+// mappedLog returns the .log's read mapping if this cursor may scan it.
+func (c *cursor) mappedLog() []byte {
+	if !c.mapped || c.f.hdr == nil {
+		return nil
+	}
+	return c.f.hdr.bytes()
 }
 
 func (c *cursor) free() {
@@ -226,7 +456,7 @@ func (c *cursor) restore(fromTimeEntry bool) (*tip, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !found || h.LastOffset() != te.Offset || h.MaxTimestamp() != te.Timestamp {
+		if !found || !timeEntryFits(te, h) {
 			return nil, fmt.Errorf("%w: %s: last entry (%d, %d) has no matching batch", errStaleIndex, s.timePath, te.Timestamp, te.Offset)
 		}
 		t.maxTs, t.maxTsOffset = te.Timestamp, te.Offset

@@ -125,7 +125,7 @@ func (c *cursor) timeStart(ts int64) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if te.Timestamp > ts || !found || h.LastOffset() != te.Offset || h.MaxTimestamp() != te.Timestamp {
+	if te.Timestamp > ts || !found || !timeEntryFits(te, h) {
 		return 0, fmt.Errorf("%w: %s: lookup(%d) gave (%d, %d), which no batch matches", errStaleIndex, s.timePath, ts, te.Timestamp, te.Offset)
 	}
 	return pos, nil
@@ -145,8 +145,17 @@ func (s *Segment) withCursor(fn func(c *cursor) error) error {
 			return err
 		}
 		gen := f.gen
-		c := &cursor{s: s, f: f}
-		err = fn(c)
+		c := &cursor{s: s, f: f, mapped: f.hdr != nil}
+		if c.mapped {
+			// Header scans read the mapping: a file cut behind the
+			// segment's back faults there, and Guard makes that an error.
+			err = readpath.Guard(func() error { return fn(c) })
+			if errors.Is(err, readpath.ErrFault) {
+				err = fmt.Errorf("%w: %s: %w", ErrCorrupt, s.logPath, err)
+			}
+		} else {
+			err = fn(c)
+		}
 		c.free()
 		s.resMu.RUnlock()
 		if !errors.Is(err, errStaleIndex) {
@@ -182,7 +191,7 @@ func (s *Segment) repairIndexes(f *files, gen uint64) error {
 	defer c.free()
 	x, err := s.rebuildIndexes(f, c.sc, s.sealed.Load())
 	if err != nil {
-		return err
+		return s.dropFilesLocked(f, err)
 	}
 	s.sinceIndex = x.since
 	return nil

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"sync"
 
 	"github.com/foliolog/folio/index"
 	"github.com/foliolog/folio/record"
@@ -72,33 +73,39 @@ func (s *Segment) Recover() (RecoverResult, error) {
 	if err != nil {
 		return res, errors.Join(err, s.closeFiles(f))
 	}
-	s.tip.Store(&x.t)
-	s.failed.Store(nil)
 	if s.sealed.Load() {
 		// Loaded again lazily, like any sealed segment.
-		err = errors.Join(s.sealIndexes(f, &x.t), s.closeFiles(f))
-		return res, err
+		s.tip.Store(&x.t)
+		s.failed.Store(nil)
+		return res, s.closeFiles(f)
 	}
-	if err := s.openSource(f, true); err != nil {
-		return res, errors.Join(err, s.closeFiles(f))
+	err = s.openIndexFiles(f, true)
+	if err == nil {
+		err = s.openSource(f, true)
+	}
+	if err != nil {
+		// An active segment without files cannot append: stay fail-stop
+		// until a Recover succeeds.
+		return res, s.fail(errors.Join(err, s.closeFiles(f)))
 	}
 	s.files = f
+	s.tip.Store(&x.t)
 	s.sinceIndex = x.since
+	s.failed.Store(nil)
 	return res, nil
 }
 
 // recoverFiles scans f.log, cuts it after the valid prefix, fsyncs it, and
-// leaves fresh writable indexes of the prefix in f.
+// makes the index files hold the prefix's entries (with the final time
+// entry if the segment is sealed); it opens no index.
 func (s *Segment) recoverFiles(f *files) (RecoverResult, *indexer, error) {
 	fi, err := f.log.Stat()
 	if err != nil {
 		return RecoverResult{}, nil, fmt.Errorf("segment: stat %s: %w", s.logPath, err)
 	}
 	size := fi.Size()
-	if err := s.freshIndexes(f); err != nil {
-		return RecoverResult{}, nil, err
-	}
-	res, x, err := s.scanValid(f, size)
+	p := s.newPlan()
+	res, x, err := s.scanValid(f.log, size, p)
 	if err != nil {
 		return res, nil, err
 	}
@@ -114,19 +121,27 @@ func (s *Segment) recoverFiles(f *files) (RecoverResult, *indexer, error) {
 	if err := s.fs.Remove(s.logPath + TruncateSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return res, nil, fmt.Errorf("segment: remove leftover %s: %w", s.logPath+TruncateSuffix, err)
 	}
+	if s.sealed.Load() {
+		p.seal(&x.t)
+	}
+	if err := s.writeIndexFiles(p); err != nil {
+		return res, nil, err
+	}
 	return res, x, nil
 }
 
-// scanValid validates the batches of f.log from the start, adding index
-// entries by the rule as it goes, and returns where the valid prefix ends.
-func (s *Segment) scanValid(f *files, size int64) (RecoverResult, *indexer, error) {
+// scanValid validates the batches of the .log r (of size bytes) from the
+// start, planning index entries by the rule as it goes, and returns where
+// the valid prefix ends.
+func (s *Segment) scanValid(r io.ReaderAt, size int64, p *indexPlan) (RecoverResult, *indexer, error) {
 	x := s.newIndexer()
 	res := RecoverResult{LastOffset: s.base - 1, MaxTimestamp: index.NoTimestamp}
-	q := &seqReader{r: f.log, size: size, buf: make([]byte, min(size, recoverBuffer))}
+	q := newSeqReader(r, size)
+	defer q.free()
 	var hdr [record.HeaderSize]byte
 	pos, prevLast := int64(0), s.base-1
 	for pos < size {
-		cause, err := s.checkBatch(q, pos, prevLast, hdr[:])
+		_, cause, err := s.checkBatch(q, pos, prevLast, hdr[:])
 		if err != nil {
 			return res, nil, err
 		}
@@ -136,9 +151,7 @@ func (s *Segment) scanValid(f *files, size int64) (RecoverResult, *indexer, erro
 		}
 		h := record.Batch(hdr[:])
 		if x.observe(pos, h) {
-			if err := appendEntries(f.off, f.time, pos, h, &x.t); err != nil && !errors.Is(err, index.ErrFull) {
-				return res, nil, err
-			}
+			p.add(pos, h, &x.t)
 		}
 		prevLast = h.LastOffset()
 		res.Batches++
@@ -152,60 +165,82 @@ func (s *Segment) scanValid(f *files, size int64) (RecoverResult, *indexer, erro
 // recoverBuffer is the read-ahead of Recover's sequential scan.
 const recoverBuffer = 1 << 20
 
-// checkBatch checks the batch at pos and copies its header into hdr. cause
-// is why the batch is not valid (nil if it is); err is an I/O error, which
-// must not be mistaken for corruption.
-func (s *Segment) checkBatch(q *seqReader, pos, prevLast int64, hdr []byte) (cause, err error) {
+// recoverBuffers keeps the read-ahead buffers of scans, which would
+// otherwise allocate (and zero) a megabyte per recovered segment.
+var recoverBuffers = sync.Pool{New: func() any { b := make([]byte, recoverBuffer); return &b }}
+
+// checkBatch checks the batch at pos against the recovery rule (see the
+// package documentation) and copies its header into hdr. cause is why the
+// batch is not valid (nil if it is); err is an I/O error, which must not be
+// mistaken for corruption. size is the batch's size when its header frames
+// it (the checks a header allows pass and it ends within the file), even
+// if a later check failed, so that a checker can go on to the next batch;
+// 0 when the framing itself is broken.
+func (s *Segment) checkBatch(q *seqReader, pos, prevLast int64, hdr []byte) (size int, cause, err error) {
 	left := q.size - pos
 	if left < record.HeaderSize {
-		return fmt.Errorf("%d bytes left, a batch header needs %d", left, record.HeaderSize), nil
+		return 0, fmt.Errorf("%d bytes left, a batch header needs %d", left, record.HeaderSize), nil
 	}
 	b, err := q.bytes(pos, record.HeaderSize)
 	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	copy(hdr, b)
 	h := record.Batch(hdr)
-	size, err := record.CheckHeader(h)
+	size, err = record.CheckHeader(h)
 	if err != nil {
-		return err, nil
+		return 0, err, nil
 	}
 	base, delta := h.BaseOffset(), int64(h.LastOffsetDelta())
 	switch {
 	case int64(size) > left:
-		return fmt.Errorf("batch of %d bytes, %d left in the file", size, left), nil
+		return 0, fmt.Errorf("batch of %d bytes, %d left in the file", size, left), nil
 	case pos+int64(size) > MaxSegmentBytesLimit:
-		return fmt.Errorf("batch ends at %d, beyond the %d bytes a segment can index", pos+int64(size), MaxSegmentBytesLimit), nil
+		return 0, fmt.Errorf("batch ends at %d, beyond the %d bytes a segment can index", pos+int64(size), MaxSegmentBytesLimit), nil
 	case base < s.base || base <= prevLast:
-		return fmt.Errorf("base offset %d not above the previous last offset %d (segment base %d)", base, prevLast, s.base), nil
+		return size, fmt.Errorf("base offset %d not above the previous last offset %d (segment base %d)", base, prevLast, s.base), nil
 	case base > math.MaxInt64-delta || base+delta-s.base > math.MaxInt32:
-		return fmt.Errorf("last offset %d+%d does not fit 4 bytes relative to the base %d", base, delta, s.base), nil
+		return size, fmt.Errorf("last offset %d+%d does not fit 4 bytes relative to the base %d", base, delta, s.base), nil
 	case int64(h.NumRecords()) > delta+1:
-		return fmt.Errorf("%d records for %d offsets", h.NumRecords(), delta+1), nil
+		return size, fmt.Errorf("%d records for %d offsets", h.NumRecords(), delta+1), nil
 	}
 	crc := crc32.Checksum(b[crcOffset:], castagnoli)
 	for p, end := pos+record.HeaderSize, pos+int64(size); p < end; {
 		n := int(min(end-p, int64(len(q.buf))))
 		chunk, err := q.bytes(p, n)
 		if err != nil {
-			return nil, err
+			return 0, nil, err
 		}
 		crc = crc32.Update(crc, castagnoli, chunk)
 		p += int64(n)
 	}
 	if want := h.CRC(); crc != want {
-		return fmt.Errorf("%w: crc %08x, computed %08x", record.ErrCorrupt, want, crc), nil
+		return size, fmt.Errorf("%w: crc %08x, computed %08x", record.ErrCorrupt, want, crc), nil
 	}
-	return nil, nil
+	return size, nil, nil
 }
 
-// seqReader reads a file front to back through one buffer.
+// seqReader reads a file front to back through one pooled buffer.
 type seqReader struct {
 	r    io.ReaderAt
 	size int64
+	bp   *[]byte
 	buf  []byte
 	off  int64 // file position of win[0]
 	win  []byte
+}
+
+func newSeqReader(r io.ReaderAt, size int64) *seqReader {
+	bp := recoverBuffers.Get().(*[]byte)
+	return &seqReader{r: r, size: size, bp: bp, buf: (*bp)[:min(size, recoverBuffer)]}
+}
+
+// free returns the buffer; the reader must not be used afterwards.
+func (q *seqReader) free() {
+	if q.bp != nil {
+		recoverBuffers.Put(q.bp)
+		q.bp, q.buf, q.win = nil, nil, nil
+	}
 }
 
 // bytes returns [pos, pos+n), n <= len(q.buf), valid until the next call.
@@ -218,7 +253,7 @@ func (q *seqReader) bytes(pos int64, n int) ([]byte, error) {
 	k, err := q.r.ReadAt(buf, pos)
 	if k < n {
 		if err == nil || errors.Is(err, io.EOF) {
-			err = fmt.Errorf("file shrank to %d bytes during recovery", pos+int64(k))
+			err = fmt.Errorf("file shrank to %d bytes during the scan", pos+int64(k))
 		}
 		return nil, fmt.Errorf("segment: read at %d: %w", pos, err)
 	}

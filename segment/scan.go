@@ -17,10 +17,15 @@ const scanWindow = 8 << 10
 var windowPool = sync.Pool{New: func() any { b := make([]byte, scanWindow); return &b }}
 
 // scanner reads batch headers of one .log below a limit (the published
-// size) through a read-ahead window. Header scans use pread rather than a
-// mapping, so a scan never faults, whatever the file holds.
+// size), from the .log's read mapping when it has one (Options.ReadPath
+// Mmap, readers only), else with pread through a read-ahead window. A
+// mapped scan costs no system call; it runs inside readpath.Guard, so a
+// file cut behind the segment's back is an error, not a crash. A pread
+// scan never faults, whatever the file holds: loads, rebuilds and
+// recovery use it.
 type scanner struct {
 	r     io.ReaderAt
+	data  []byte // the mapped .log from position 0, at least limit bytes; nil for pread
 	path  string
 	base  int64 // segment base offset, for the ascending-offset check
 	limit int64
@@ -29,8 +34,14 @@ type scanner struct {
 	off   int64  // file position of win[0]
 }
 
-func (s *Segment) newScanner(r io.ReaderAt, limit int64) *scanner {
-	return &scanner{r: r, path: s.logPath, base: s.base, limit: limit, bp: windowPool.Get().(*[]byte)}
+func (s *Segment) newScanner(r io.ReaderAt, limit int64) scanner {
+	return scanner{r: r, path: s.logPath, base: s.base, limit: limit}
+}
+
+// mappedScanner reads headers from data, which must hold the first limit
+// bytes of the .log (the caller checked len(data) >= limit).
+func (s *Segment) mappedScanner(data []byte, limit int64) scanner {
+	return scanner{data: data, path: s.logPath, base: s.base, limit: limit}
 }
 
 func (sc *scanner) free() {
@@ -43,19 +54,25 @@ func (sc *scanner) free() {
 // header returns the header of the batch at pos after the checks a header
 // allows: it is whole, has magic 2, a length of at least the header's, a
 // non-negative last offset delta and record count, and the batch ends by
-// the limit. The slice is valid until the next call.
+// the limit. The slice is valid until the next call (for a mapped scan,
+// while the mapping is held), and aliases mapped memory for a mapped scan.
 func (sc *scanner) header(pos int64) (record.Batch, error) {
 	if pos < 0 || sc.limit-pos < record.HeaderSize {
 		return nil, fmt.Errorf("%w: %s: %d bytes left at position %d, a batch header needs %d",
 			ErrCorrupt, sc.path, max(sc.limit-pos, 0), pos, record.HeaderSize)
 	}
-	if pos < sc.off || pos+record.HeaderSize > sc.off+int64(len(sc.win)) {
-		if err := sc.fill(pos); err != nil {
-			return nil, err
+	var h record.Batch
+	if sc.data != nil {
+		h = record.Batch(sc.data[pos : pos+record.HeaderSize : pos+record.HeaderSize])
+	} else {
+		if pos < sc.off || pos+record.HeaderSize > sc.off+int64(len(sc.win)) {
+			if err := sc.fill(pos); err != nil {
+				return nil, err
+			}
 		}
+		i := pos - sc.off
+		h = record.Batch(sc.win[i : i+record.HeaderSize])
 	}
-	i := pos - sc.off
-	h := record.Batch(sc.win[i : i+record.HeaderSize])
 	size, err := record.CheckHeader(h)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s at position %d: %w", ErrCorrupt, sc.path, pos, err)
@@ -70,6 +87,9 @@ func (sc *scanner) header(pos int64) (record.Batch, error) {
 func (sc *scanner) fill(pos int64) error {
 	if sc.r == nil {
 		return fmt.Errorf("%w: %s: no file to read at position %d", ErrCorrupt, sc.path, pos)
+	}
+	if sc.bp == nil {
+		sc.bp = windowPool.Get().(*[]byte)
 	}
 	buf := (*sc.bp)[:min(int64(scanWindow), sc.limit-pos)]
 	n, err := sc.r.ReadAt(buf, pos)

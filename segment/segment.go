@@ -77,9 +77,55 @@ type files struct {
 	log  vfs.File        // read-write handle while active; nil while sealed
 	read *sourceFile     // the file src owns; header scans of a sealed segment use it
 	src  readpath.Source // nil for an empty sealed .log
+	hdr  *headerMap      // header scans' view of src's mapping; nil unless ReadPath is Mmap
 	off  *index.OffsetIndex
 	time *index.TimeIndex
 	gen  uint64 // bumped by every rebuild of off and time
+}
+
+// headerMap is a view of a Mmap Source's whole mapping that readers'
+// header scans read from instead of calling pread (see scanner). It is
+// taken by the first scan that wants it (so a loaded segment that is never
+// read maps nothing) and released with the Source, before the Source
+// closes: it holds the file's last reference no longer than the Source.
+type headerMap struct {
+	src  readpath.Source
+	size int64 // bytes the view covers: the active segment's map size, a sealed one's file size
+	once sync.Once
+	view *readpath.View
+	data []byte // nil when the view could not be taken: scans then use pread
+}
+
+// bytes returns the mapping from position 0, or nil. Only the bytes below
+// the published size may be touched, inside readpath.Guard.
+func (m *headerMap) bytes() []byte {
+	m.once.Do(func() {
+		if m.size <= 0 || m.size > MaxSegmentBytesLimit {
+			return
+		}
+		v, err := m.src.View(0, int(m.size))
+		if err != nil {
+			// Out of address space or map areas: scans fall back to pread,
+			// and the read itself reports the failure if it recurs.
+			return
+		}
+		b, err := v.Bytes()
+		if err != nil {
+			v.Release()
+			return
+		}
+		m.view, m.data = v, b
+	})
+	return m.data
+}
+
+// release gives the view back. resMu must be held exclusively, so no scan
+// is running or can start on m.
+func (m *headerMap) release() {
+	if m.view != nil {
+		m.view.Release()
+		m.view, m.data = nil, nil
+	}
 }
 
 // sourceFile is the file handed to a readpath.Source. The Source closes it
@@ -388,12 +434,14 @@ func (s *Segment) openSource(f *files, active bool) error {
 		return fmt.Errorf("segment: open %s: %w", s.logPath, err)
 	}
 	mapSize := int64(0) // the file's size at the first view
+	hdrSize := int64(0)
 	if active {
 		size, err := s.fileSize(rf)
 		if err != nil {
 			return errors.Join(err, rf.Close())
 		}
 		mapSize = max(s.opts.MaxSegmentBytes, size)
+		hdrSize = mapSize
 	} else {
 		fi, err := rf.Stat()
 		if err != nil {
@@ -402,6 +450,7 @@ func (s *Segment) openSource(f *files, active bool) error {
 		if fi.Size() == 0 {
 			return rf.Close()
 		}
+		hdrSize = fi.Size()
 	}
 	sf := newSourceFile(rf)
 	src, err := readpath.Open(s.opts.ReadPath, sf, mapSize)
@@ -409,6 +458,9 @@ func (s *Segment) openSource(f *files, active bool) error {
 		return errors.Join(fmt.Errorf("segment: %s: %w", s.logPath, err), rf.Close())
 	}
 	f.read, f.src = sf, src
+	if s.opts.ReadPath == readpath.Mmap {
+		f.hdr = &headerMap{src: src, size: hdrSize}
+	}
 	s.pruneSources()
 	s.inodeSources = append(s.inodeSources, sf)
 	return nil
@@ -434,12 +486,36 @@ func (s *Segment) closeSource(f *files) error {
 	if f.src == nil {
 		return nil
 	}
+	if f.hdr != nil {
+		f.hdr.release()
+		f.hdr = nil
+	}
 	err := f.src.Close()
 	f.src, f.read = nil, nil
 	if err != nil {
 		return fmt.Errorf("segment: close reader of %s: %w", s.logPath, err)
 	}
 	return nil
+}
+
+// dropFilesLocked handles a failed rebuild of f's indexes (err): if it got
+// as far as closing them, f can no longer serve lookups, so it is closed
+// and forgotten. Readers then load the segment afresh, and an active
+// segment stops taking writes (ErrFailed) until Recover. If the indexes
+// are still open (the rebuild failed before touching them), f stays.
+// appendMu and resMu must be held exclusively.
+func (s *Segment) dropFilesLocked(f *files, err error) error {
+	if f.off != nil && f.time != nil {
+		return err
+	}
+	if !s.sealed.Load() && !errors.Is(err, ErrFailed) {
+		err = s.fail(err)
+	}
+	cerr := s.closeFiles(f)
+	if s.files == f {
+		s.files = nil
+	}
+	return errors.Join(err, cerr)
 }
 
 // closeFiles closes everything f holds. Views stay valid.
@@ -562,22 +638,54 @@ func (s *Segment) Seal() error {
 func (s *Segment) Sync() error {
 	s.resMu.RLock()
 	defer s.resMu.RUnlock()
-	if s.closed.Load() {
-		return fmt.Errorf("%w: %s", ErrClosed, s.logPath)
-	}
-	f := s.files
-	if f == nil || f.log == nil {
-		return nil
-	}
-	if err := s.failure(); err != nil {
+	f, err := s.syncLogLocked()
+	if err != nil || f == nil {
 		return err
-	}
-	if err := f.log.Sync(); err != nil {
-		return s.fail(fmt.Errorf("segment: fsync %s: %w", s.logPath, err))
 	}
 	// The indexes are not authoritative (recovery rebuilds them), so a
 	// failed index fsync is reported without stopping appends.
 	return errors.Join(f.off.Sync(), f.time.Sync())
+}
+
+// SyncLog makes every appended batch durable like Sync, but fsyncs only the
+// .log, not the indexes: the cost of a group commit is then one fsync. A
+// failed fsync makes the segment fail-stop (ErrFailed), as with Sync. SyncLog
+// of a sealed segment does nothing: Seal synced it.
+//
+// Leaving the indexes to the page cache is safe for a caller that, like the
+// log, recovers after an unclean shutdown every segment from the one holding
+// its recovery point on, and only moves the recovery point past a segment
+// once Seal has fsynced it: the active segment's indexes, which are the
+// only ones SyncLog leaves unsynced, are then always rebuilt from the .log
+// before they are used again (Recover), and a sealed segment's indexes
+// were made durable by Seal. Indexes are never authoritative: whatever a
+// power cut leaves of them is checked against the .log, and rebuilt if it
+// does not match.
+func (s *Segment) SyncLog() error {
+	s.resMu.RLock()
+	defer s.resMu.RUnlock()
+	_, err := s.syncLogLocked()
+	return err
+}
+
+// syncLogLocked fsyncs the active segment's .log and returns its files, or
+// nil files when there is nothing to sync (sealed or not loaded). resMu
+// must be held shared, which keeps the write handle open.
+func (s *Segment) syncLogLocked() (*files, error) {
+	if s.closed.Load() {
+		return nil, fmt.Errorf("%w: %s", ErrClosed, s.logPath)
+	}
+	f := s.files
+	if f == nil || f.log == nil {
+		return nil, nil
+	}
+	if err := s.failure(); err != nil {
+		return nil, err
+	}
+	if err := f.log.Sync(); err != nil {
+		return nil, s.fail(fmt.Errorf("segment: fsync %s: %w", s.logPath, err))
+	}
+	return f, nil
 }
 
 // CloseIdle releases a sealed segment's open files and mappings; the next

@@ -73,7 +73,7 @@ func (s *Segment) TruncateTo(offset int64) (int64, error) {
 		}
 	}
 	if err != nil {
-		return 0, s.fail(err)
+		return 0, s.dropFilesLocked(f, s.fail(err))
 	}
 	s.tip.Store(t)
 	s.sinceIndex = newSize
@@ -102,10 +102,11 @@ func (s *Segment) truncationPoint(offset int64) (int64, error) {
 		pos, _, found, err := c.locate(offset)
 		if errors.Is(err, errStaleIndex) && attempt == 0 {
 			s.rebuilds.Add(1)
-			_, err = s.rebuildIndexes(s.files, c.sc, s.sealed.Load())
+			f := s.files
+			_, err = s.rebuildIndexes(f, c.sc, s.sealed.Load())
 			c.free()
 			if err != nil {
-				return 0, err
+				return 0, s.dropFilesLocked(f, err)
 			}
 			continue
 		}
