@@ -14,15 +14,15 @@ func TestInspectMetadata(t *testing.T) {
 	ti := createTopicT(t, b, "t", TopicConfig{Partitions: 2, Flush: FlushNone})
 	p := producerT(t, b, nil)
 	produceN(t, p, "t", "x", 10)
-	if err := b.DeleteRecordsBefore("t", 0, 1); err != nil {
-		t.Fatal(err)
-	}
 	// Beside a live Broker: the format is there, no checkpoint yet.
 	if err := CheckFormat(dir); err != nil {
 		t.Fatal(err)
 	}
 	if es, err := ReadCheckpoint(dir); err != nil || len(es) != 0 {
 		t.Fatalf("ReadCheckpoint before any checkpoint: %v, %v", es, err)
+	}
+	if err := b.DeleteRecordsBefore("t", 0, 1); err != nil {
+		t.Fatal(err)
 	}
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
