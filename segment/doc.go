@@ -78,6 +78,16 @@
 // name and inode. Neither removes nor creates a file (only a missing one),
 // which on ext4 costs far more than the scan of a small segment.
 //
+// # Verify
+//
+// Verify is the read-only form of these rules for tools beside a live
+// writer: it reports every batch problem with Recover's checks (and the
+// valid prefix Recover would keep) and every index entry that breaks the
+// rule lookups check entries against (an offset entry names the start,
+// other than position 0, and the last offset of a batch of the valid
+// prefix; a time entry the last offset and MaxTimestamp of one), opening
+// the files O_RDONLY and changing nothing.
+//
 // # Opening lazily
 //
 // Open touches no file: a log holds thousands of sealed segments and opens

@@ -12,7 +12,8 @@ import (
 
 // FuzzRecover: whatever the .log holds, Open + Recover never panics, keeps
 // exactly the valid prefix the reference checker finds, and the recovered
-// segment answers lookups for every kept batch.
+// segment answers lookups for every kept batch; Verify, run before, finds
+// the same prefix.
 func FuzzRecover(f *testing.F) {
 	rng := rand.New(rand.NewSource(1))
 	var valid []byte
@@ -38,6 +39,7 @@ func FuzzRecover(f *testing.F) {
 		if err := os.WriteFile(LogPath(dir, 0), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
+		rep, verr := Verify(testFS, dir, 0)
 		s, err := Open(testFS, dir, 0, &Options{IndexIntervalBytes: 100, MaxIndexBytes: 4096})
 		if err != nil {
 			t.Fatal(err)
@@ -54,6 +56,24 @@ func FuzzRecover(f *testing.F) {
 		}
 		if res.ValidBytes != valid || res.Batches != len(ref) || res.BytesCut != int64(len(data))-valid {
 			t.Fatalf("Recover = %+v; reference keeps %d bytes in %d batches", res, valid, len(ref))
+		}
+		// Verify, run on the files before Recover, agrees on the prefix,
+		// and its first .log problem is where the prefix ends.
+		if verr != nil {
+			t.Fatalf("Verify: %v", verr)
+		}
+		if rep.ValidBytes != valid || rep.Batches != len(ref) || rep.LogBytes != int64(len(data)) {
+			t.Fatalf("Verify = %+v; reference keeps %d bytes in %d batches", rep, valid, len(ref))
+		}
+		first := int64(-1)
+		for _, p := range rep.Problems {
+			if p.Path == LogPath(dir, 0) {
+				first = p.Position
+				break
+			}
+		}
+		if (valid < int64(len(data))) != (first == valid) {
+			t.Fatalf("Verify's first .log problem at %d, the valid prefix ends at %d of %d", first, valid, len(data))
 		}
 		got, err := os.ReadFile(LogPath(dir, 0))
 		if err != nil {
