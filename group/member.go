@@ -991,7 +991,7 @@ func (m *Member[R]) Commit(ctx context.Context) error {
 	m.mu.Lock()
 	offsets := map[TopicPartition]int64{}
 	for tp, off := range m.consumed {
-		if m.owned[tp] && off != m.committed[tp] {
+		if c, done := m.committed[tp]; m.owned[tp] && !m.unpositioned[tp] && (!done || c != off) {
 			offsets[tp] = off
 		}
 	}

@@ -1,0 +1,435 @@
+package folio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"sync"
+	"time"
+
+	"github.com/foliolog/folio/group"
+	"github.com/foliolog/folio/log"
+	"github.com/foliolog/folio/topic"
+)
+
+// Consumer groups: the Broker wires the group package's coordinator to its
+// partitions (the offsets topic __consumer_offsets and the data topics),
+// and a GroupConsumer is a plain Consumer whose assignment a group member
+// drives. See the group package for the protocol and its guarantees.
+
+// Defaults of the offsets topic, Kafka's.
+const (
+	// DefaultOffsetsPartitions is the partition count of
+	// __consumer_offsets when the Broker creates it
+	// (offsets.topic.num.partitions). A group's commits go to one
+	// partition, group.PartitionFor(group, n); partitions share nothing,
+	// so more of them spread the fsyncs of many groups.
+	DefaultOffsetsPartitions = 50
+	// OffsetsSegmentBytes is the segment size of __consumer_offsets
+	// (offsets.topic.segment.bytes).
+	OffsetsSegmentBytes = 100 << 20
+)
+
+// brokerGroups is the Broker's consumer-group state.
+type brokerGroups struct {
+	// mu guards coord, consumers and closed. Lock order: mu, then the
+	// Broker's topicsMu (the offsets topic is created under mu).
+	mu        sync.Mutex
+	coord     *group.Coordinator
+	offsets   []*log.Log
+	consumers map[*GroupConsumer]struct{}
+	closed    bool
+}
+
+// brokerGroupsByBroker holds each Broker's group state until the Broker
+// carries it in a field (see /work/prompts/requests-from-group.md).
+var brokerGroupsByBroker sync.Map // *Broker -> *brokerGroups
+
+func (b *Broker) groupState() *brokerGroups {
+	if g, ok := brokerGroupsByBroker.Load(b); ok {
+		return g.(*brokerGroups)
+	}
+	g, _ := brokerGroupsByBroker.LoadOrStore(b, &brokerGroups{})
+	return g.(*brokerGroups)
+}
+
+// open loads the committed offsets if __consumer_offsets exists, so a
+// Broker serves every group's last commit from its first call. Without the
+// topic, the coordinator starts with the first group call.
+func (g *brokerGroups) open(b *Broker) error {
+	if _, ok := (*b.topics.Load())[group.OffsetsTopic]; !ok {
+		return nil
+	}
+	_, err := g.coordinator(b)
+	return err
+}
+
+// coordinator returns the Broker's coordinator, creating the offsets topic
+// and loading it on first use.
+func (g *brokerGroups) coordinator(b *Broker) (*group.Coordinator, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed || b.closed.Load() {
+		return nil, ErrClosed
+	}
+	if g.coord != nil {
+		return g.coord, nil
+	}
+	if b.readOnly {
+		return nil, fmt.Errorf("%w: consumer groups write their commits", ErrReadOnly)
+	}
+	ts, ok := (*b.topics.Load())[group.OffsetsTopic]
+	if !ok {
+		cfg := TopicConfig{
+			Partitions:   DefaultOffsetsPartitions,
+			Cleanup:      topic.CleanupCompact,
+			SegmentBytes: OffsetsSegmentBytes,
+			RetentionAge: topic.Unlimited,
+			Flush:        FlushSync,
+		}
+		if _, err := b.createTopic(group.OffsetsTopic, cfg, true); err != nil && !errors.Is(err, ErrTopicExists) {
+			return nil, fmt.Errorf("folio: creating %s: %w", group.OffsetsTopic, err)
+		}
+		if ts, ok = (*b.topics.Load())[group.OffsetsTopic]; !ok {
+			return nil, fmt.Errorf("folio: %s missing after its creation", group.OffsetsTopic)
+		}
+	}
+	logs := make([]*log.Log, len(ts.parts))
+	for i, p := range ts.parts {
+		if p == nil {
+			return nil, fmt.Errorf("folio: partition %d of %s did not open", i, group.OffsetsTopic)
+		}
+		logs[i] = p.log
+	}
+	c, err := group.NewCoordinator(&group.Options{
+		Store:  group.LogStore(logs),
+		Topics: groupTopics{b},
+		Logger: b.logger,
+		Now:    b.opts.Now,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("folio: loading %s: %w", group.OffsetsTopic, err)
+	}
+	if st := c.Stats(); st.Clamped > 0 {
+		b.logger.Warn("folio: committed offsets beyond their partition's end were clamped at load", "offsets", st.Clamped)
+	}
+	g.coord, g.offsets = c, logs
+	return c, nil
+}
+
+// close closes the group consumers, then the coordinator.
+func (g *brokerGroups) close() error {
+	g.mu.Lock()
+	g.closed = true
+	consumers := make([]*GroupConsumer, 0, len(g.consumers))
+	for gc := range g.consumers {
+		consumers = append(consumers, gc)
+	}
+	c := g.coord
+	g.mu.Unlock()
+	var errs []error
+	for _, gc := range consumers {
+		if err := gc.Close(); err != nil && !errors.Is(err, ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	if c != nil {
+		if err := c.Close(); err != nil && !errors.Is(err, group.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// groupTopics is the coordinator's view of the Broker's topics.
+type groupTopics struct{ b *Broker }
+
+func (t groupTopics) Partitions(name string) (int32, error) {
+	ts, ok := (*t.b.topics.Load())[name]
+	if !ok {
+		return 0, fmt.Errorf("%w: %w: %q", group.ErrUnknownTopicOrPartition, ErrUnknownTopic, name)
+	}
+	return int32(len(ts.parts)), nil
+}
+
+func (t groupTopics) Offsets(name string, partition int32) (group.PartitionOffsets, error) {
+	p, err := t.b.lookup(name, partition)
+	if err != nil {
+		return group.PartitionOffsets{}, fmt.Errorf("%w: %w", group.ErrUnknownTopicOrPartition, err)
+	}
+	return group.PartitionOffsets{
+		LogStart:      p.log.LogStartOffset(),
+		HighWatermark: p.log.HighWatermark(),
+		LogEnd:        p.log.LogEndOffset(),
+	}, nil
+}
+
+// groupReader is the group member's view of a plain Consumer.
+type groupReader struct{ c *Consumer }
+
+func (r groupReader) Assign(starts []group.StartOffset) error {
+	as := make([]Assignment, len(starts))
+	for i, s := range starts {
+		as[i] = Assignment{Topic: s.Topic, Partition: s.Partition, Start: AtOffset(s.Offset)}
+	}
+	return r.c.Assign(as...)
+}
+
+func (r groupReader) Unassign(tps []group.TopicPartition) error {
+	out := make([]TopicPartition, len(tps))
+	for i, tp := range tps {
+		out[i] = TopicPartition(tp)
+	}
+	return r.c.Unassign(out...)
+}
+
+func (r groupReader) Poll(ctx context.Context) ([]Record, error) { return r.c.Poll(ctx) }
+
+func (r groupReader) Locate(rec Record) (group.TopicPartition, int64) {
+	return group.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}, rec.Offset
+}
+
+// GroupOptions configure a GroupConsumer. A nil *GroupOptions, and every
+// zero field, means the default stated on the field.
+type GroupOptions struct {
+	// Assignors are the assignors the member supports, preferred first.
+	// Default [group.CooperativeSticky()]: incremental rebalances in
+	// which no partition ever has two owners.
+	Assignors []group.Assignor
+	// SessionTimeout: without a heartbeat for this long the member is
+	// expelled. Default group.DefaultSessionTimeout (45 s); the
+	// coordinator accepts 6 s to 30 min.
+	SessionTimeout time.Duration
+	// RebalanceTimeout bounds how long a rebalance waits for the member,
+	// and how long the application may go without polling before the
+	// member leaves on its own (max.poll.interval.ms). Default
+	// group.DefaultRebalanceTimeout (5 min).
+	RebalanceTimeout time.Duration
+	// HeartbeatInterval: default group.DefaultHeartbeatInterval (3 s) or a
+	// third of SessionTimeout if shorter.
+	HeartbeatInterval time.Duration
+	// InstanceID makes the member static (group.instance.id): it keeps its
+	// partitions across a restart within SessionTimeout. Default "".
+	InstanceID string
+	// Reset is where to start in a partition without a committed offset,
+	// and where to go when a position falls outside the partition
+	// (auto.offset.reset). Default group.ResetLatest, as in Kafka.
+	Reset group.ResetPolicy
+	// DisableAutoCommit turns auto-commit off. With it on (the default),
+	// what the application has processed is committed every
+	// AutoCommitInterval, before partitions are given up and at Close:
+	// at-least-once delivery.
+	DisableAutoCommit bool
+	// AutoCommitInterval: default group.DefaultAutoCommitInterval (5 s).
+	AutoCommitInterval time.Duration
+	// OnAssigned, OnRevoked and OnLost are called (on the goroutine that
+	// polls) with partitions the member gains, gives up in a rebalance or
+	// at Close (it may Commit there), or lost because it was expelled
+	// (OnLost defaults to OnRevoked). Default nil.
+	OnAssigned func(ctx context.Context, partitions []TopicPartition)
+	OnRevoked  func(ctx context.Context, partitions []TopicPartition)
+	OnLost     func(ctx context.Context, partitions []TopicPartition)
+	// Consumer configures the underlying Consumer (name, batch sizes,
+	// zero-copy records); its Reset is replaced by this Reset. Default nil.
+	Consumer *ConsumerOptions
+}
+
+// GroupConsumer consumes as a member of a consumer group: the partitions of
+// its subscription are divided among the group's members, each record
+// going to one member (queue), while every group gets every record
+// (pub/sub). Poll and Records work as a plain Consumer's; rebalances and
+// their callbacks run inside them. Methods other than Poll and Records
+// are safe for concurrent use.
+type GroupConsumer struct {
+	b *Broker
+	c *Consumer
+	m *group.Member[Record]
+}
+
+// JoinGroup joins the consumer group groupID, subscribed to topics, and
+// returns once the member holds its first assignment or ctx ends. Committed
+// offsets are durable in __consumer_offsets, which the Broker creates on
+// the first call (FlushSync, compacted).
+func (b *Broker) JoinGroup(ctx context.Context, groupID string, topics []string, opts *GroupOptions) (*GroupConsumer, error) {
+	var o GroupOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Reset > group.ResetNone {
+		return nil, fmt.Errorf("%w: GroupOptions.Reset %d is not a reset policy", ErrInvalidConfig, o.Reset)
+	}
+	gs := b.groupState()
+	coord, err := gs.coordinator(b)
+	if err != nil {
+		return nil, err
+	}
+	var co ConsumerOptions
+	if o.Consumer != nil {
+		co = *o.Consumer
+	}
+	switch o.Reset {
+	case group.ResetEarliest:
+		co.Reset = ResetEarliest
+	case group.ResetLatest:
+		co.Reset = ResetLatest
+	default:
+		co.Reset = ResetNone
+	}
+	if co.Name == "" {
+		co.Name = "group-" + groupID
+	}
+	c, err := b.NewConsumer(&co)
+	if err != nil {
+		return nil, err
+	}
+	conv := func(f func(context.Context, []TopicPartition)) func(context.Context, []group.TopicPartition) {
+		if f == nil {
+			return nil
+		}
+		return func(ctx context.Context, tps []group.TopicPartition) {
+			out := make([]TopicPartition, len(tps))
+			for i, tp := range tps {
+				out[i] = TopicPartition(tp)
+			}
+			f(ctx, out)
+		}
+	}
+	m, err := group.Join(ctx, coord, groupID, groupReader{c}, &group.MemberOptions{
+		Topics: topics, Assignors: o.Assignors, SessionTimeout: o.SessionTimeout,
+		RebalanceTimeout: o.RebalanceTimeout, HeartbeatInterval: o.HeartbeatInterval,
+		InstanceID: o.InstanceID, ClientID: co.Name, Reset: o.Reset,
+		DisableAutoCommit: o.DisableAutoCommit, AutoCommitInterval: o.AutoCommitInterval,
+		OnAssigned: conv(o.OnAssigned), OnRevoked: conv(o.OnRevoked), OnLost: conv(o.OnLost),
+		Logger: b.logger,
+	})
+	if err != nil {
+		_ = c.Close()
+		if errors.Is(err, group.ErrInvalidOptions) {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
+		return nil, err
+	}
+	gc := &GroupConsumer{b: b, c: c, m: m}
+	gs.mu.Lock()
+	closed := gs.closed
+	if !closed {
+		if gs.consumers == nil {
+			gs.consumers = map[*GroupConsumer]struct{}{}
+		}
+		gs.consumers[gc] = struct{}{}
+	}
+	gs.mu.Unlock()
+	if closed {
+		_ = gc.close()
+		return nil, ErrClosed
+	}
+	return gc, nil
+}
+
+// Poll returns the next records of the member's partitions, blocking until
+// there are some or ctx ends. Calling it marks the previous Poll's records
+// processed (for auto-commit). It also runs the group's work: a pending
+// rebalance with its callbacks, the auto-commit when due.
+func (g *GroupConsumer) Poll(ctx context.Context) ([]Record, error) { return g.m.Poll(ctx) }
+
+// Records iterates over the member's records, as Consumer.Records does; a
+// record counts as processed once its loop body returned.
+func (g *GroupConsumer) Records(ctx context.Context) iter.Seq2[Record, error] {
+	return g.m.Records(ctx)
+}
+
+// Commit commits the position after every record handed out so far and
+// returns once it is durable. A member that lost its partitions to a
+// rebalance gets an error matching group.ErrCommitFailed.
+func (g *GroupConsumer) Commit(ctx context.Context) error { return g.m.Commit(ctx) }
+
+// CommitOffsets commits the given positions (next offsets to read) and
+// returns once they are durable.
+func (g *GroupConsumer) CommitOffsets(ctx context.Context, offsets map[TopicPartition]int64) error {
+	m := make(map[group.TopicPartition]int64, len(offsets))
+	for tp, off := range offsets {
+		m[group.TopicPartition(tp)] = off
+	}
+	return g.m.CommitOffsets(ctx, m)
+}
+
+// Seek moves the position in an assigned partition.
+func (g *GroupConsumer) Seek(topicName string, partition int32, offset int64) error {
+	return g.m.Seek(group.TopicPartition{Topic: topicName, Partition: partition}, offset)
+}
+
+// Assignment returns the partitions the member owns, sorted.
+func (g *GroupConsumer) Assignment() []TopicPartition {
+	tps := g.m.Assignment()
+	out := make([]TopicPartition, len(tps))
+	for i, tp := range tps {
+		out[i] = TopicPartition(tp)
+	}
+	return out
+}
+
+// Lag returns how many offsets of an owned partition are visible but not
+// yet consumed by this member.
+func (g *GroupConsumer) Lag(topicName string, partition int32) (int64, error) {
+	return g.c.Lag(topicName, partition)
+}
+
+// Group returns the group id; MemberID and Generation the member's
+// current ones ("" and -1 while it is not in the group).
+func (g *GroupConsumer) Group() string     { return g.m.Group() }
+func (g *GroupConsumer) MemberID() string  { return g.m.MemberID() }
+func (g *GroupConsumer) Generation() int32 { return g.m.Generation() }
+
+// Close leaves the group (a static member keeps its place until its
+// session times out): with auto-commit, the position after every record
+// handed out is committed first, and OnRevoked runs. Then the underlying
+// Consumer closes. Close is idempotent; later calls return ErrClosed.
+func (g *GroupConsumer) Close() error {
+	gs := g.b.groupState()
+	gs.mu.Lock()
+	delete(gs.consumers, g)
+	gs.mu.Unlock()
+	return g.close()
+}
+
+func (g *GroupConsumer) close() error {
+	err := g.m.Close()
+	if errors.Is(err, group.ErrClosed) {
+		return ErrClosed
+	}
+	if cerr := g.c.Close(); cerr != nil && !errors.Is(cerr, ErrClosed) {
+		err = errors.Join(err, cerr)
+	}
+	return err
+}
+
+// GroupCoordinator returns the Broker's group coordinator, for the layers
+// that speak Kafka's group APIs (the Kafka endpoint, the CLI's groups
+// command): DescribeGroups, ListGroups, DeleteGroups, OffsetFetch, and
+// OffsetCommit with generation -1 to reset an Empty group's offsets. It
+// creates __consumer_offsets on first use.
+func (b *Broker) GroupCoordinator() (*group.Coordinator, error) {
+	return b.groupState().coordinator(b)
+}
+
+// GroupLag returns, per partition, how far a group's committed offset
+// trails the high watermark.
+func (b *Broker) GroupLag(groupID string) ([]group.PartitionLag, error) {
+	c, err := b.groupState().coordinator(b)
+	if err != nil {
+		return nil, err
+	}
+	return c.Lag(groupID)
+}
+
+// closeGroups closes the Broker's group consumers and coordinator. The
+// Broker's Close calls it before its logs close once it carries the group
+// state (until then the owners of group consumers close them).
+func (b *Broker) closeGroups() error {
+	g, ok := brokerGroupsByBroker.LoadAndDelete(b)
+	if !ok {
+		return nil
+	}
+	return g.(*brokerGroups).close()
+}

@@ -1,0 +1,325 @@
+package folio
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/foliolog/folio/group"
+)
+
+// closeGroupsT closes the Broker's group consumers and coordinator at the
+// end of the test, before the Broker (registered after openT, so it runs
+// first).
+func closeGroupsT(t testing.TB, b *Broker) {
+	t.Cleanup(func() {
+		if err := b.closeGroups(); err != nil {
+			t.Errorf("closing groups: %v", err)
+		}
+	})
+}
+
+func joinT(t testing.TB, b *Broker, groupID string, topics []string, opts *GroupOptions) *GroupConsumer {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	gc, err := b.JoinGroup(ctx, groupID, topics, opts)
+	if err != nil {
+		t.Fatalf("JoinGroup(%s): %v", groupID, err)
+	}
+	return gc
+}
+
+// groupApp polls a GroupConsumer on its own goroutine and keeps what it
+// gets.
+type groupApp struct {
+	gc     *GroupConsumer
+	cancel context.CancelFunc
+	done   chan struct{}
+	mu     sync.Mutex // guards got and err
+	got    []Record
+	err    error
+}
+
+func startGroupApp(gc *GroupConsumer) *groupApp {
+	ctx, cancel := context.WithCancel(context.Background())
+	a := &groupApp{gc: gc, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(a.done)
+		for r, err := range gc.Records(ctx) {
+			a.mu.Lock()
+			if err != nil {
+				if ctx.Err() == nil {
+					a.err = err
+				}
+				a.mu.Unlock()
+				return
+			}
+			a.got = append(a.got, r)
+			a.mu.Unlock()
+		}
+	}()
+	return a
+}
+
+func (a *groupApp) stop(t testing.TB) []Record {
+	t.Helper()
+	a.cancel()
+	<-a.done
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.err != nil {
+		t.Fatalf("%s: %v", a.gc.MemberID(), a.err)
+	}
+	return a.got
+}
+
+func (a *groupApp) count() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.got)
+}
+
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// TestGroupQueueAndPubSub: three members of one group share a topic's
+// partitions and together see every record exactly once (no member
+// fails); a second group sees every record too.
+func TestGroupQueueAndPubSub(t *testing.T) {
+	b := openT(t, t.TempDir(), nil)
+	closeGroupsT(t, b)
+	createTopicT(t, b, "events", TopicConfig{Partitions: 6, Flush: FlushNone})
+	opts := &GroupOptions{Reset: group.ResetEarliest}
+	var workers []*groupApp
+	for range 3 {
+		workers = append(workers, startGroupApp(joinT(t, b, "workers", []string{"events"}, opts)))
+	}
+	audit := startGroupApp(joinT(t, b, "audit", []string{"events"}, opts))
+	waitFor(t, "the workers to settle", func() bool {
+		n := 0
+		for _, w := range workers {
+			n += len(w.gc.Assignment())
+		}
+		return n == 6 && len(workers[0].gc.Assignment()) == 2 && len(workers[1].gc.Assignment()) == 2
+	})
+	const n = 3000
+	p := producerT(t, b, nil)
+	produced := produceN(t, p, "events", "ev", n)
+	waitFor(t, "every record", func() bool {
+		total := 0
+		for _, w := range workers {
+			total += w.count()
+		}
+		return total >= n && audit.count() >= n
+	})
+	seen := map[[2]int64]int{}
+	for _, w := range workers {
+		owned := map[TopicPartition]bool{}
+		for _, tp := range w.gc.Assignment() {
+			owned[tp] = true
+		}
+		for _, r := range w.stop(t) {
+			if !owned[TopicPartition{r.Topic, r.Partition}] {
+				t.Fatalf("%s got %s-%d, not in its assignment %v", w.gc.MemberID(), r.Topic, r.Partition, w.gc.Assignment())
+			}
+			seen[[2]int64{int64(r.Partition), r.Offset}]++
+		}
+	}
+	for i, po := range produced {
+		if c := seen[po]; c != 1 {
+			t.Fatalf("record %d (%v) delivered %d times to the workers", i, po, c)
+		}
+	}
+	if len(seen) != n {
+		t.Fatalf("workers saw %d distinct records, want %d", len(seen), n)
+	}
+	auditSeen := map[[2]int64]bool{}
+	for _, r := range audit.stop(t) {
+		auditSeen[[2]int64{int64(r.Partition), r.Offset}] = true
+	}
+	if len(auditSeen) != n {
+		t.Fatalf("the audit group saw %d of %d records", len(auditSeen), n)
+	}
+	// Commits: Close commits what was handed out; the lag is zero.
+	for _, w := range append(workers, audit) {
+		if err := w.gc.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, g := range []string{"workers", "audit"} {
+		lag, err := b.GroupLag(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range lag {
+			if l.Lag != 0 {
+				t.Fatalf("group %s: %+v", g, l)
+			}
+		}
+		if len(lag) != 6 {
+			t.Fatalf("group %s: lag of %d partitions", g, len(lag))
+		}
+	}
+}
+
+// TestGroupResumesFromCommitAfterReopen: a group resumes exactly at its
+// last commit after the Broker is closed and opened again.
+func TestGroupResumesFromCommitAfterReopen(t *testing.T) {
+	dir := t.TempDir()
+	b, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	createTopicT(t, b, "orders", TopicConfig{Partitions: 3})
+	p, err := b.NewProducer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := produceN(t, p, "orders", "a", 90)
+	gc := joinT(t, b, "billing", []string{"orders"}, &GroupOptions{Reset: group.ResetEarliest, DisableAutoCommit: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	got := map[[2]int64]bool{}
+	for r, err := range gc.Records(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[[2]int64{int64(r.Partition), r.Offset}] = true
+		if len(got) == 40 {
+			break
+		}
+	}
+	if err := gc.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Records handed out after the commit are not committed (manual
+	// commits): read some more, then leave without committing them.
+	if _, err := gc.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := gc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	lag, err := b.GroupLag("billing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lagged int64
+	for _, l := range lag {
+		lagged += l.Lag
+	}
+	if lagged != 50 {
+		t.Fatalf("lag %d after committing 40 of 90: %+v", lagged, lag)
+	}
+	if err := b.closeGroups(); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.Close()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	b = openT(t, dir, nil)
+	closeGroupsT(t, b)
+	// Loading at open, as the Broker's Open does once it calls it.
+	if err := b.groupState().open(b); err != nil {
+		t.Fatal(err)
+	}
+	p = producerT(t, b, nil)
+	second := produceN(t, p, "orders", "b", 30)
+	gc = joinT(t, b, "billing", []string{"orders"}, &GroupOptions{Reset: group.ResetEarliest})
+	want := map[[2]int64]bool{}
+	for _, po := range append(first, second...) {
+		if !got[po] {
+			want[po] = true
+		}
+	}
+	for len(want) > 0 {
+		recs, err := gc.Poll(ctx)
+		if err != nil {
+			t.Fatalf("%d records left: %v", len(want), err)
+		}
+		for _, r := range recs {
+			k := [2]int64{int64(r.Partition), r.Offset}
+			if got[k] {
+				t.Fatalf("%v was committed before the reopen and delivered again", k)
+			}
+			delete(want, k)
+		}
+	}
+}
+
+// TestGroupZombieCommitRefused: a member expelled for missing its session
+// cannot commit over its successor.
+func TestGroupZombieCommitRefused(t *testing.T) {
+	b := openT(t, t.TempDir(), nil)
+	closeGroupsT(t, b)
+	createTopicT(t, b, "t", TopicConfig{Partitions: 1})
+	p := producerT(t, b, nil)
+	produceN(t, p, "t", "z", 10)
+	coord, err := b.GroupCoordinator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A raw member joins and syncs, then stops heartbeating.
+	ctx := context.Background()
+	req := &group.JoinGroupRequest{Group: "g", SessionTimeout: 6 * time.Second, ProtocolType: group.ProtocolTypeConsumer,
+		Protocols: []group.JoinGroupProtocol{{Name: "cooperative-sticky"}}}
+	resp, err := coord.JoinGroup(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := coord.SyncGroup(ctx, &group.SyncGroupRequest{Group: "g", GenerationID: resp.GenerationID, MemberID: resp.MemberID}); err != nil {
+		t.Fatal(err)
+	}
+	// An in-process member joins; the zombie has not rejoined, so the
+	// rebalance waits for it until the rebalance timeout (its session
+	// timeout here) and goes on without it.
+	gc := joinT(t, b, "g", []string{"t"}, &GroupOptions{Reset: group.ResetEarliest, DisableAutoCommit: true})
+	if err := gc.CommitOffsets(ctx, map[TopicPartition]int64{{"t", 0}: 8}); err != nil {
+		t.Fatal(err)
+	}
+	zresp, err := coord.OffsetCommit(ctx, &group.OffsetCommitRequest{Group: "g", GenerationID: resp.GenerationID, MemberID: resp.MemberID,
+		Topics: []group.OffsetCommitTopic{{Topic: "t", Partitions: []group.OffsetCommitPartition{{Partition: 0, Offset: 2}}}}})
+	if !errors.Is(err, group.ErrUnknownMemberID) {
+		t.Fatalf("zombie commit: %+v, %v", zresp, err)
+	}
+	f, err := coord.OffsetFetch(ctx, &group.OffsetFetchRequest{Group: "g", Topics: []group.OffsetFetchTopic{{Topic: "t", Partitions: []int32{0}}}})
+	if err != nil || f.Topics[0].Partitions[0].Offset != 8 {
+		t.Fatalf("offset after the zombie's commit: %+v %v", f, err)
+	}
+}
+
+func TestGroupOptionsErrors(t *testing.T) {
+	b := openT(t, t.TempDir(), nil)
+	closeGroupsT(t, b)
+	ctx := context.Background()
+	if _, err := b.JoinGroup(ctx, "g", nil, nil); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("no topics: %v", err)
+	}
+	if _, err := b.JoinGroup(ctx, "g", []string{"t"}, &GroupOptions{Reset: 7}); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("bad reset: %v", err)
+	}
+	if st := b.Stats(); st.Consumers != 0 {
+		t.Fatalf("a failed join left %d consumers open", st.Consumers)
+	}
+	ro, err := OpenReadOnly(b.Dir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if _, err := ro.GroupCoordinator(); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("groups on a read-only broker: %v", err)
+	}
+}
