@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"sort"
@@ -104,10 +105,10 @@ func readIndexFile(path string, entrySize int) ([]byte, indexFile, error) {
 	}
 	data := make([]byte, info.Size)
 	n, err := f.ReadAt(data, 0)
-	if err != nil && n != len(data) {
+	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, info, fmt.Errorf("reading %s: %w", path, err)
 	}
-	data = data[:n]
+	data = data[:n] // shorter if a live Broker trimmed the index (a seal) meanwhile
 	if r := len(data) % entrySize; r != 0 {
 		info.Problems = append(info.Problems, fmt.Sprintf("size %d is not a whole number of %d-byte entries", len(data), entrySize))
 		data = data[:len(data)-r]

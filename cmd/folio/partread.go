@@ -281,24 +281,41 @@ func (pr *partReader) poll(maxBytes int, visit func(b record.Batch, from int64) 
 }
 
 // laterSegment returns the base of the first segment after the current
-// one, or -1 if the current one is the last, listing the directory again
-// when the last known segment is current.
+// one, or -1 if the current one is the last.
+//
+// A live Broker rolls to a new segment at the log end, so the next segment
+// is normally the one named after the reader's position: that name is
+// tried first, which also spares a listing of a directory that may hold
+// thousands of segments. Otherwise (an offset gap that compaction or a
+// moved log start left, or the end of the log) the directory is listed. A
+// listing that runs while files are created may miss some (POSIX leaves
+// entries added during a readdir unspecified) and still show later ones,
+// which would skip a segment; but every segment older than one a listing
+// showed existed before that listing ended, so a second listing, started
+// after it, shows them all. A segment that is not at the reader's position
+// is therefore confirmed by a second listing before it is trusted.
 func (pr *partReader) laterSegment() (int64, error) {
 	cur := pr.lf.base
-	find := func() int64 {
-		i := sort.Search(len(pr.bases), func(i int) bool { return pr.bases[i] > cur })
-		if i < len(pr.bases) {
-			return pr.bases[i]
+	if pr.next > cur {
+		if _, err := os.Stat(segment.LogPath(pr.pv.dir, pr.next)); err == nil {
+			return pr.next, nil
 		}
-		return -1
 	}
-	if b := find(); b >= 0 {
-		return b, nil
+	later := int64(-1)
+	for range 2 {
+		bases, err := pr.pv.bases()
+		if err != nil {
+			return -1, err
+		}
+		pr.bases = bases
+		i := sort.Search(len(bases), func(i int) bool { return bases[i] > cur })
+		if i == len(bases) {
+			return -1, nil
+		}
+		later = bases[i]
+		if later == pr.next {
+			break
+		}
 	}
-	bases, err := pr.pv.bases()
-	if err != nil {
-		return -1, err
-	}
-	pr.bases = bases
-	return find(), nil
+	return later, nil
 }

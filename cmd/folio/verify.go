@@ -189,6 +189,17 @@ func (v *verifier) partition(dir string, maxBatch int) error {
 // finds its batch in the log read after it.
 func (v *verifier) segment(dir string, base int64, last, clean bool, maxBatch int) (int64, error) {
 	logPath := segment.LogPath(dir, base)
+	// The descriptor keeps the .log readable if a live Broker's retention
+	// deletes the segment from here on; one deleted since the listing is
+	// skipped.
+	lf, err := openLogFile(logPath, base, maxBatch)
+	if errors.Is(err, fs.ErrNotExist) {
+		return base, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer lf.Close()
 	offs, offInfo, err := readOffsetIndex(segment.IndexPath(dir, base), base)
 	if err != nil {
 		return 0, err
@@ -197,25 +208,20 @@ func (v *verifier) segment(dir string, base int64, last, clean bool, maxBatch in
 	if err != nil {
 		return 0, err
 	}
+	if offInfo.Missing || timeInfo.Missing {
+		if _, err := os.Stat(logPath); errors.Is(err, fs.ErrNotExist) {
+			return base, nil // deleted while we read: its indexes went first
+		}
+		v.note(fmt.Sprintf("%s: index file missing (rebuilt from the .log at the next open)", logPath))
+	}
 	v.entries += int64(len(offs) + len(times))
 	for _, info := range []indexFile{offInfo, timeInfo} {
 		for _, p := range info.Problems {
 			v.problem(fmt.Sprintf("%s: %s", info.Path, p))
 		}
 	}
-	if offInfo.Missing || timeInfo.Missing {
-		v.note(fmt.Sprintf("%s: index file missing (rebuilt from the .log at the next open)", logPath))
-	}
 	v.indexOrder(offInfo.Path, timeInfo.Path, offs, times)
 
-	lf, err := openLogFile(logPath, base, maxBatch)
-	if errors.Is(err, fs.ErrNotExist) {
-		return base, nil // deleted by a live Broker's retention since the listing
-	}
-	if err != nil {
-		return 0, err
-	}
-	defer lf.Close()
 	end := base
 	oi, ti := 0, 0
 	framed := true
