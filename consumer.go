@@ -654,6 +654,9 @@ func (c *Consumer) decodeRecords(it *record.RecordIter, p *partition, pp *pollPa
 				rec.Headers = append(rec.Headers, Header{Key: string(h.Key()), Value: hv})
 			}
 		}
+		if recs == nil {
+			recs = make([]Record, 0, c.opts.MaxPollRecords)
+		}
 		recs = append(recs, rec)
 		pp.pos, pp.moved = r.Offset()+1, true
 	}
