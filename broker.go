@@ -170,12 +170,15 @@ func open(dir string, o Options, lk *dirLock) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	cat, err := topic.OpenCatalog(b.dir, &topic.Options{FS: b.fs, Now: o.Now})
+	cat, err := topic.OpenCatalog(b.dir, &topic.Options{FS: b.fs, Now: o.Now, ReadOnly: b.readOnly})
 	if err != nil {
 		return nil, err
 	}
 	b.catalog = cat
-	if rec := cat.Recovery(); len(rec.RemovedOrphans)+len(rec.RemovedDeletes)+len(rec.RecreatedDirs) > 0 || rec.RemovedTemp {
+	// A read-only catalog only reports what a writer would repair (a
+	// create in progress in the live writer looks like that): nothing to
+	// warn about.
+	if rec := cat.Recovery(); !b.readOnly && (len(rec.RemovedOrphans)+len(rec.RemovedDeletes)+len(rec.RecreatedDirs) > 0 || rec.RemovedTemp) {
 		b.logger.Warn("folio: topic catalog repaired the data directory", "dir", b.dir,
 			"removedOrphans", rec.RemovedOrphans, "removedDeletes", rec.RemovedDeletes,
 			"recreated", rec.RecreatedDirs, "removedTemp", rec.RemovedTemp)

@@ -114,3 +114,30 @@ func TestOpenReadOnly(t *testing.T) {
 		t.Fatalf("OpenReadOnly of a missing directory: %v", err)
 	}
 }
+
+// TestOpenReadOnlyBesideCreate: a live writer's CreateTopic makes the
+// partition directories before the catalog names them. A read-only open in
+// between must neither fail nor remove them (a writable open would, as
+// leftovers of a crashed create).
+func TestOpenReadOnlyBesideCreate(t *testing.T) {
+	dir := t.TempDir()
+	w := openT(t, dir, nil)
+	createTopicT(t, w, "t", TopicConfig{})
+	inFlight := filepath.Join(dir, "newtopic-0")
+	if err := os.Mkdir(inFlight, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := OpenReadOnly(dir, nil)
+	if err != nil {
+		t.Fatalf("OpenReadOnly beside a create in progress: %v", err)
+	}
+	if topics, _ := ro.Topics(); len(topics) != 1 || topics[0].Name != "t" {
+		t.Fatalf("read-only topics %+v", topics)
+	}
+	if err := ro.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(inFlight); err != nil {
+		t.Fatalf("the writer's new partition directory is gone: %v", err)
+	}
+}
