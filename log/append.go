@@ -34,6 +34,9 @@ import (
 // refused, and reopening recovers. first and last are set whenever offsets
 // were assigned, even with such an error.
 func (l *Log) Append(batches ...record.Batch) (first, last int64, err error) {
+	if l.ro != nil {
+		return -1, -1, l.readOnlyErr("Append")
+	}
 	if len(batches) == 0 {
 		return -1, -1, fmt.Errorf("%w: no batches", ErrInvalidBatch)
 	}

@@ -41,6 +41,10 @@ var (
 	// outside [log start, log end] or on a log that does not take its
 	// high watermark from outside.
 	ErrBadHighWatermark = errors.New("log: bad high watermark")
+	// ErrReadOnly is returned by the calls that would change a log opened
+	// with Options.ReadOnly: Append, Sync, TruncateTo, DeleteRecordsBefore,
+	// EnforceRetention and SetHighWatermark.
+	ErrReadOnly = errors.New("log: opened read-only")
 )
 
 // OffsetOutOfRangeError reports an offset outside [Start, End], the range

@@ -19,6 +19,9 @@ type truncation struct {
 // returns when it is durable. It shares fsyncs with concurrent appenders.
 // On a failed log it returns the failure (ErrFailed) and fsyncs nothing.
 func (l *Log) Sync() error {
+	if l.ro != nil {
+		return l.readOnlyErr("Sync")
+	}
 	l.appendMu.Lock()
 	if err := l.appendErrLocked(); err != nil {
 		l.appendMu.Unlock()
@@ -117,7 +120,7 @@ func (l *Log) flushLocked(withActive bool) error {
 
 	var sealedTo mark
 	for _, e := range pending {
-		if err := e.seg.Seal(); err != nil {
+		if err := l.seal(e.seg); err != nil {
 			return l.fail(fmt.Errorf("log: seal %s: %w", e.seg, err))
 		}
 		next, err := e.seg.NextOffset()
@@ -189,7 +192,7 @@ func (l *Log) syncLogFile(e *segEntry) error {
 	if err != nil {
 		return fmt.Errorf("log: open %s to fsync it: %w", path, err)
 	}
-	err = f.Sync()
+	err = l.timeFsync(f.Sync)
 	cerr := f.Close()
 	if err != nil {
 		return fmt.Errorf("log: fsync %s: %w", path, err)

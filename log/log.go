@@ -132,6 +132,11 @@ type Log struct {
 
 	recovery RecoveryReport
 
+	// ro is the state of a log opened with Options.ReadOnly, nil otherwise.
+	ro *roLog
+	// fsyncs times the fsyncs and seals the log waits on (Stats.Fsync).
+	fsyncs fsyncRecorder
+
 	quit      chan struct{}
 	wg        sync.WaitGroup
 	sealKick  chan struct{}
@@ -163,6 +168,12 @@ type Stats struct {
 	Rolls              int64 // segments rolled since Open
 	IndexRebuilds      int64 // indexes rebuilt from .log files, summed over segments
 	RetentionErrors    int64 // scheduled retention passes that failed
+	// Bytes is the size of the log's segments (their .log files) summed:
+	// what the log holds on disk, indexes aside. Of a read-only log, the
+	// last segment counts up to its valid end.
+	Bytes int64
+	// Fsync times the fsyncs the log waited on (none for a read-only log).
+	Fsync FsyncStats
 }
 
 // Dir returns the log's directory.
@@ -212,8 +223,14 @@ func (l *Log) Stats() Stats {
 		Syncs:              l.syncs.Load(),
 		Rolls:              l.rolls.Load(),
 		RetentionErrors:    l.retentionErrors.Load(),
+		Fsync:              l.fsyncs.stats(),
+	}
+	if l.ro != nil {
+		l.statsRO(&st)
+		return st
 	}
 	sn := l.snap.Load()
+	st.Bytes = l.bytesOf(sn)
 	st.Segments = sn.segs.Len()
 	sn.segs.Ascend(func(e *segEntry) bool {
 		st.IndexRebuilds += e.seg.IndexRebuilds()
@@ -247,6 +264,9 @@ func (l *Log) fail(cause error) error {
 // Open. Every path that changes the directory calls it first, holding no
 // other lock of the log.
 func (l *Log) beforeWrite() error {
+	if l.ro != nil {
+		return l.readOnlyErr("write")
+	}
 	if l.firstWriteDone.Load() {
 		return nil
 	}
@@ -306,6 +326,9 @@ func (l *Log) publishHWLocked() {
 // A failed log is closed without flushing: what it wrote after the failure
 // is not trusted, and the next Open (not Clean) recovers it.
 func (l *Log) Close() error {
+	if l.ro != nil {
+		return l.closeReadOnly()
+	}
 	l.lockAppend()
 	if l.closing {
 		l.appendMu.Unlock()
@@ -326,7 +349,7 @@ func (l *Log) Close() error {
 		if err := l.flushLocked(true); err != nil {
 			errs = append(errs, err)
 		} else if l.activated {
-			if err := l.active.seg.Seal(); err != nil {
+			if err := l.seal(l.active.seg); err != nil {
 				errs = append(errs, l.fail(fmt.Errorf("log: seal %s: %w", l.active.seg, err)))
 			}
 		}

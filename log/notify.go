@@ -1,6 +1,8 @@
 package log
 
 import (
+	"container/heap"
+	"sync"
 	"sync/atomic"
 )
 
@@ -13,9 +15,25 @@ import (
 // change was published sees the new value on its re-check (Dekker's
 // argument: notify stores the value, then loads waiters; wait adds to
 // waiters, then loads the value).
+//
+// It also keeps channel waiters (waitChan) keyed by the offset they wait
+// to pass, each with a channel of its own that is closed only once the
+// value passes it, so that a caller can select on many logs at once
+// without a goroutine per wait. The same argument covers them: waitChan
+// publishes its registration in chanWaiters, then loads the value.
 type notifier struct {
 	ch      atomic.Pointer[chan struct{}]
 	waiters atomic.Int64
+
+	// level returns the value channel waiters wait to pass: the high
+	// watermark, or math.MaxInt64 once the log is closed. Set once, before
+	// the notifier is shared.
+	level func() int64
+
+	// chanMu guards byOffset. It is a leaf: fire takes it under appendMu.
+	chanMu      sync.Mutex
+	byOffset    chanHeap
+	chanWaiters atomic.Int64 // len(byOffset), for notify's fast path
 }
 
 func newNotifier() *notifier {
@@ -35,17 +53,107 @@ func (n *notifier) register() <-chan struct{} {
 
 func (n *notifier) unregister() { n.waiters.Add(-1) }
 
-// notify wakes every registered waiter. Call it after publishing the change.
+// notify wakes every registered waiter and the channel waiters whose
+// offset the value passed. Call it after publishing the change.
 func (n *notifier) notify() {
-	if n.waiters.Load() == 0 {
-		return
+	if n.waiters.Load() != 0 {
+		n.wake()
 	}
-	n.broadcast()
+	if n.chanWaiters.Load() != 0 {
+		n.fire()
+	}
 }
 
-// broadcast wakes waiters unconditionally (used by Close).
+// broadcast wakes waiters unconditionally (used by Close, after which
+// level passes every offset).
 func (n *notifier) broadcast() {
+	n.wake()
+	n.fire()
+}
+
+func (n *notifier) wake() {
 	fresh := make(chan struct{})
 	old := n.ch.Swap(&fresh)
 	close(*old)
+}
+
+// chanWaiter is one waitChan registration.
+type chanWaiter struct {
+	offset int64
+	ch     chan struct{}
+	idx    int // index in byOffset; -1 once fired or cancelled
+}
+
+// closedChan is what waitChan returns when the wait is over before it
+// began.
+var closedChan = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
+
+// waitChan returns a channel closed once level passes offset, and a cancel
+// function that unregisters it (idempotent, and harmless after the channel
+// closed). No goroutine is involved: fire closes the channel.
+func (n *notifier) waitChan(offset int64) (<-chan struct{}, func()) {
+	if offset < n.level() {
+		return closedChan, func() {}
+	}
+	w := &chanWaiter{offset: offset, ch: make(chan struct{})}
+	n.chanMu.Lock()
+	heap.Push(&n.byOffset, w)
+	n.chanWaiters.Store(int64(len(n.byOffset)))
+	n.chanMu.Unlock()
+	if offset < n.level() {
+		// The value moved between the check and the registration, maybe
+		// before notify could see it.
+		n.fire()
+	}
+	return w.ch, func() { n.cancel(w) }
+}
+
+func (n *notifier) cancel(w *chanWaiter) {
+	n.chanMu.Lock()
+	if w.idx >= 0 {
+		heap.Remove(&n.byOffset, w.idx)
+		n.chanWaiters.Store(int64(len(n.byOffset)))
+	}
+	n.chanMu.Unlock()
+}
+
+// fire closes the channels of the waiters whose offset level passed.
+func (n *notifier) fire() {
+	lvl := n.level()
+	n.chanMu.Lock()
+	for len(n.byOffset) > 0 && n.byOffset[0].offset < lvl {
+		w := heap.Pop(&n.byOffset).(*chanWaiter)
+		close(w.ch)
+	}
+	n.chanWaiters.Store(int64(len(n.byOffset)))
+	n.chanMu.Unlock()
+}
+
+// chanHeap is a min-heap of channel waiters by offset (container/heap).
+type chanHeap []*chanWaiter
+
+func (h chanHeap) Len() int           { return len(h) }
+func (h chanHeap) Less(i, j int) bool { return h[i].offset < h[j].offset }
+func (h chanHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].idx, h[j].idx = i, j
+}
+
+func (h *chanHeap) Push(x any) {
+	w := x.(*chanWaiter)
+	w.idx = len(*h)
+	*h = append(*h, w)
+}
+
+func (h *chanHeap) Pop() any {
+	old := *h
+	w := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	w.idx = -1
+	return w
 }

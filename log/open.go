@@ -47,6 +47,9 @@ func Open(fsys vfs.FS, dir string, opts *Options, st State) (*Log, error) {
 	if fsys == nil {
 		fsys = vfs.Default
 	}
+	if o.ReadOnly {
+		return openReadOnly(fsys, dir, o, st)
+	}
 	caps := o.Caps
 	if caps == nil {
 		caps = NewResourceCaps(0)
@@ -71,6 +74,7 @@ func Open(fsys vfs.FS, dir string, opts *Options, st State) (*Log, error) {
 		flushDone: make(chan struct{}),
 	}
 	l.idle.L = &l.appendMu
+	l.hwWake.level = l.waitLevel
 	if err := l.load(st); err != nil {
 		l.abandon()
 		return nil, markCorrupt(err)

@@ -86,6 +86,23 @@ type Options struct {
 	// Now is the clock for segment age, retention and log-append time.
 	// Default time.Now. Tests inject a fake one.
 	Now func() time.Time
+	// ReadOnly opens the log for reading only, possibly beside a live
+	// writer in another process (which holds the data directory's lock):
+	// files are opened O_RDONLY and nothing in the directory is created,
+	// recovered, cut, renamed or removed; BeforeFirstWrite is never called;
+	// no goroutine is started (no retention schedule, no flushes); indexes
+	// are read, never mapped writable or rebuilt. Reads see the batches up
+	// to the last complete valid one of the last segment (a batch the
+	// writer is still writing, or a torn tail it left, is not visible), as
+	// of Open or the last Refresh. Append, Sync, TruncateTo,
+	// DeleteRecordsBefore, EnforceRetention and SetHighWatermark return
+	// ErrReadOnly. The high watermark is the end of the valid batches,
+	// whatever the writer's policy, so a reader beside a writer under
+	// FlushSync can see records that are not acknowledged yet (and that a
+	// power cut may take back). FlushPolicy, the retention options,
+	// ExternalHighWatermark and BeforeFirstWrite are ignored. Default
+	// false.
+	ReadOnly bool
 
 	// noBackground keeps Open from starting the background goroutine, so
 	// that a test drives seals, interval flushes and retention itself and

@@ -24,6 +24,9 @@ import (
 // log end, and ErrNoData for an offset at or beyond the high watermark
 // (Wait for it).
 func (l *Log) Read(offset int64, maxBytes int) (*readpath.View, error) {
+	if l.ro != nil {
+		return l.readRO(offset, maxBytes)
+	}
 	for attempt := 0; ; attempt++ {
 		if l.closed.Load() {
 			return nil, ErrClosed
@@ -107,6 +110,9 @@ func nextEntry(sn *snapshot, e *segEntry) *segEntry {
 // offset if that is later; records before the one matching t may share the
 // batch.
 func (l *Log) OffsetForTime(t time.Time) (offset int64, ok bool, err error) {
+	if l.ro != nil {
+		return l.offsetForTimeRO(t)
+	}
 	for attempt := 0; ; attempt++ {
 		offset, ok, err = l.offsetForTime(t.UnixMilli())
 		if attempt > 0 || !errors.Is(err, segment.ErrClosed) || l.closed.Load() {
@@ -253,6 +259,9 @@ func (l *Log) batchMark(e *segEntry, offset int64) (mark, error) {
 // base offset: readers never see part of a batch, and HighWatermark then
 // reports the rounded value.
 func (l *Log) SetHighWatermark(offset int64) error {
+	if l.ro != nil {
+		return l.readOnlyErr("SetHighWatermark")
+	}
 	if !l.opts.ExternalHighWatermark {
 		return fmt.Errorf("%w: the log sets its own (Options.ExternalHighWatermark is off)", ErrBadHighWatermark)
 	}

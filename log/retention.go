@@ -24,6 +24,9 @@ import (
 // reading it until it releases the view. The Log runs this every
 // RetentionCheckInterval on its own goroutine.
 func (l *Log) EnforceRetention(now time.Time) (deleted int, err error) {
+	if l.ro != nil {
+		return 0, l.readOnlyErr("EnforceRetention")
+	}
 	l.retentionMu.Lock()
 	defer l.retentionMu.Unlock()
 	return l.deleteOldLocked(now, true)
@@ -37,6 +40,9 @@ func (l *Log) EnforceRetention(now time.Time) (deleted int, err error) {
 // offset durable by checkpointing it (Checkpoint reports it); until then a
 // crash may bring back records of a segment that was not yet deleted.
 func (l *Log) DeleteRecordsBefore(offset int64) (int64, error) {
+	if l.ro != nil {
+		return l.LogStartOffset(), l.readOnlyErr("DeleteRecordsBefore")
+	}
 	l.retentionMu.Lock()
 	defer l.retentionMu.Unlock()
 	l.appendMu.Lock()

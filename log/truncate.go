@@ -21,6 +21,9 @@ import (
 // returns. Appenders still waiting for an fsync of records it removed get
 // ErrTruncated. Replication uses this to drop a diverged tail.
 func (l *Log) TruncateTo(offset int64) error {
+	if l.ro != nil {
+		return l.readOnlyErr("TruncateTo")
+	}
 	if offset < 0 {
 		return fmt.Errorf("%w: truncate to negative offset %d", ErrOffsetOutOfRange, offset)
 	}
