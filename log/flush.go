@@ -2,10 +2,7 @@ package log
 
 import (
 	"fmt"
-	"os"
 	"slices"
-
-	"github.com/foliolog/folio/segment"
 )
 
 // truncation records that TruncateTo cut the log to offset `to` in
@@ -177,28 +174,17 @@ func (l *Log) sealPending() {
 	_ = l.flushLocked(false)
 }
 
-// syncLogFile fsyncs the active segment's .log through a handle of the
-// log's own, opened for the purpose: fdatasync covers the file's pages
-// whichever descriptor wrote them. The segment's Sync would also fsync both
-// index files, tripling the cost of every group commit for nothing:
-// recovery scans the segment holding the recovery point, which is always
-// the active one or a later one, and rebuilds its indexes, while a sealed
-// segment's indexes were fsynced by Seal. Opening by name per flush (not
-// keeping a descriptor) means a truncation that replaced the file under
-// the same name is followed; truncation and flushes both hold syncMu.
+// syncLogFile fsyncs the active segment's .log and nothing else
+// (segment.SyncLog). The segment's Sync would also fsync both index files,
+// tripling the cost of every group commit for nothing: recovery scans the
+// segment holding the recovery point, which is always the active one or a
+// later one, and rebuilds its indexes, while a sealed segment's indexes
+// were fsynced by Seal. Truncation and flushes both hold syncMu, so the
+// segment fsyncs the file it writes to now, also after a truncation that
+// replaced it.
 func (l *Log) syncLogFile(e *segEntry) error {
-	path := segment.LogPath(l.dir, e.base)
-	f, err := l.fs.OpenFile(path, os.O_RDONLY, 0)
-	if err != nil {
-		return fmt.Errorf("log: open %s to fsync it: %w", path, err)
-	}
-	err = l.timeFsync(f.Sync)
-	cerr := f.Close()
-	if err != nil {
-		return fmt.Errorf("log: fsync %s: %w", path, err)
-	}
-	if cerr != nil {
-		return fmt.Errorf("log: close %s after fsync: %w", path, cerr)
+	if err := l.timeFsync(e.seg.SyncLog); err != nil {
+		return fmt.Errorf("log: fsync the active segment: %w", err)
 	}
 	return nil
 }
