@@ -196,6 +196,18 @@ func open(dir string, o Options, lk *dirLock) (*Broker, error) {
 	b.topics.Store(&topics)
 	if !b.readOnly {
 		b.cleanSnapshots(topics)
+		// Consumer groups (group.go) load their committed offsets now,
+		// so the first group call is served from the last commit.
+		if err := b.groupState().open(b); err != nil {
+			_ = b.closeGroups()
+			for _, ts := range topics {
+				for _, p := range ts.parts {
+					_ = p.close()
+				}
+			}
+			_ = cat.Close()
+			return nil, err
+		}
 	}
 	b.logger.Info("folio: opened data directory", "dir", b.dir, "fresh", fresh, "clean", clean,
 		"cleanAt", cleanAt, "topics", len(topics), "readOnly", b.readOnly)
@@ -496,6 +508,11 @@ func (b *Broker) Close() error {
 		if err := c.Close(); err != nil && !errors.Is(err, ErrClosed) {
 			errs = append(errs, err)
 		}
+	}
+	// Group members and the coordinator stop before the logs they write
+	// to close (group.go).
+	if err := b.closeGroups(); err != nil {
+		errs = append(errs, err)
 	}
 	close(b.quit)
 	b.wg.Wait()
