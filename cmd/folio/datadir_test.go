@@ -9,15 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/foliolog/folio"
-	"github.com/foliolog/folio/topic"
 )
 
-// TestDataDirMatchesBroker: the read-only view decodes the catalog and the
-// checkpoint to what the Broker that wrote them reports, which catches a
-// change of their formats.
+// TestDataDirMatchesBroker: the read-only view finds the topics and log
+// start offsets the Broker that wrote the directory reports.
 func TestDataDirMatchesBroker(t *testing.T) {
 	dir := t.TempDir()
 	b, err := folio.Open(dir, nil)
@@ -113,99 +110,14 @@ func TestDataDirRefusesOthers(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(real, folio.FormatFile), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := openDataDir(real); !errors.Is(err, folio.ErrUnknownFormat) || !strings.Contains(err.Error(), "version 9") {
+	if _, err := openDataDir(real); !errors.Is(err, folio.ErrUnknownFormat) || !strings.Contains(err.Error(), "9") {
 		t.Errorf("format version 9: %v", err)
 	}
 }
 
-// fixCRC recomputes a metadata frame's trailing checksum.
+// fixCRC recomputes a metadata frame's trailing CRC-32C (Castagnoli),
+// as the folio package frames its files.
 func fixCRC(data []byte) {
-	n := len(data) - metaTrailerSize
-	binary.BigEndian.PutUint32(data[n:], crc32.Checksum(data[:n], castagnoli))
-}
-
-// FuzzDecodeCatalog: no catalog file panics the decoder; what it accepts
-// has valid names and configurations.
-func FuzzDecodeCatalog(f *testing.F) {
-	dir := f.TempDir()
-	b, err := folio.Open(dir, nil)
-	if err != nil {
-		f.Fatal(err)
-	}
-	if _, err := b.CreateTopic("seed", folio.TopicConfig{Partitions: 2, Flush: folio.FlushNone}); err != nil {
-		f.Fatal(err)
-	}
-	if err := b.Close(); err != nil {
-		f.Fatal(err)
-	}
-	real, err := os.ReadFile(filepath.Join(dir, topic.CatalogFile))
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Add(real)
-	f.Add(real[:20])
-	f.Add([]byte("FCAT"))
-	f.Add(real[metaHeaderSize : len(real)-metaTrailerSize]) // the JSON payload alone
-	f.Fuzz(func(t *testing.T, data []byte) {
-		// As a whole file, and as a payload behind a valid frame, so that
-		// the JSON decoding is reached past the checksum.
-		for _, file := range [][]byte{data, frameMeta(catalogMagic, catalogVersion, data)} {
-			infos, err := decodeCatalog("topics.catalog", file)
-			if err != nil {
-				continue
-			}
-			for _, in := range infos {
-				if checkTopicName(in.Name) != nil || in.Config.Validate() != nil || in.Config.Partitions < 1 {
-					t.Fatalf("accepted %+v", in)
-				}
-			}
-		}
-	})
-}
-
-// frameMeta wraps a payload in a valid metadata frame.
-func frameMeta(magic string, version byte, payload []byte) []byte {
-	b := append([]byte(magic), 0, version, 0, 0)
-	b = binary.BigEndian.AppendUint32(b, uint32(len(payload)))
-	b = append(b, payload...)
-	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
-}
-
-// FuzzDecodeCheckpoint: no checkpoint file panics the decoder.
-func FuzzDecodeCheckpoint(f *testing.F) {
-	dir := f.TempDir()
-	b, err := folio.Open(dir, &folio.Options{Now: func() time.Time { return time.UnixMilli(1e12) }})
-	if err != nil {
-		f.Fatal(err)
-	}
-	if _, err := b.CreateTopic("seed", folio.TopicConfig{Partitions: 3}); err != nil {
-		f.Fatal(err)
-	}
-	if err := b.Close(); err != nil {
-		f.Fatal(err)
-	}
-	real, err := os.ReadFile(filepath.Join(dir, folio.CheckpointFile))
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Add(real)
-	f.Add(real[:len(real)-5])
-	f.Add(real[metaHeaderSize : len(real)-metaTrailerSize])
-	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, file := range [][]byte{data, frameMeta(checkpointMagic, checkpointVersion, data)} {
-			m, err := decodeCheckpoint("partitions.checkpoint", file)
-			if err != nil {
-				var ce *corruptError
-				if !errors.As(err, &ce) && !errors.Is(err, folio.ErrUnknownFormat) {
-					t.Fatalf("error of an unexpected class: %v", err)
-				}
-				continue
-			}
-			for k, start := range m {
-				if k.partition < 0 || start < 0 {
-					t.Fatalf("accepted %v -> %d", k, start)
-				}
-			}
-		}
-	})
+	n := len(data) - 4
+	binary.BigEndian.PutUint32(data[n:], crc32.Checksum(data[:n], crc32.MakeTable(crc32.Castagnoli)))
 }

@@ -87,11 +87,12 @@
 //
 //	folio verify [-topic T]
 //
-// Checks the whole directory: the frames and checksums of the format file,
-// topic catalog, checkpoint and clean-shutdown marker; in every segment the
-// framing, CRC, offsets (ascending, within 2^31-1 of the segment's base, no
-// overlap between segments) and record encoding of every batch; and every
-// offset- and time-index entry against the batches it points at. It prints
+// Checks the whole directory with the owners' read-only checkers: the
+// frames and checksums of the Broker's metadata files (folio.CheckMetadata)
+// and of the topic catalog; every segment as recovery judges it
+// (segment.Verify: framing, CRC and offsets of every batch, every offset-
+// and time-index entry against the batch it points at); and on top, that
+// every record decodes and that segments do not overlap. It prints
 // a PROBLEM line per damage (file, byte position, batch offset) and NOTE
 // lines for states a crash or a live application leaves and the next open
 // handles (an incomplete last batch in a directory not closed cleanly, an
@@ -119,9 +120,12 @@
 //     (its high watermark is the fsynced end). A power cut could still take
 //     those back.
 //   - The partition start comes from the first segment and the checkpoint
-//     file, which a live application rewrites every minute: records it
-//     deleted (DeleteRecordsBefore) since its last checkpoint may still be
-//     printed.
+//     file (which DeleteRecordsBefore rewrites before it returns).
+//   - A listing of a partition directory taken while the writer rolls
+//     segments may miss the newest ones; consume never skips a segment
+//     (it finds the next one by the offset it starts at, and confirms one
+//     past a gap with a second listing), but verify and dump check the
+//     segments their one listing showed.
 //   - Consumer groups (folio groups, consume -group) are not available yet:
 //     they wait for the group package to be wired into the Broker.
 package main
