@@ -181,7 +181,10 @@ func (r groupReader) Unassign(tps []group.TopicPartition) error {
 	for i, tp := range tps {
 		out[i] = TopicPartition(tp)
 	}
-	return r.c.Unassign(out...)
+	if err := r.c.Unassign(out...); err != nil && !errors.Is(err, ErrClosed) {
+		return err // a closed consumer reads nothing anyway
+	}
+	return nil
 }
 
 func (r groupReader) Poll(ctx context.Context) ([]Record, error) { return r.c.Poll(ctx) }
@@ -423,9 +426,29 @@ func (b *Broker) GroupLag(groupID string) ([]group.PartitionLag, error) {
 	return c.Lag(groupID)
 }
 
-// closeGroups closes the Broker's group consumers and coordinator. The
-// Broker's Close calls it before its logs close once it carries the group
-// state (until then the owners of group consumers close them).
+// GroupStats returns the group coordinator's counters: groups, members,
+// rebalances, commits, members expired, and what the load of
+// __consumer_offsets read, skipped and clamped. All zero before the first
+// group call of a Broker that has no offsets topic yet.
+func (b *Broker) GroupStats() group.Stats {
+	g := b.groupState()
+	g.mu.Lock()
+	c := g.coord
+	g.mu.Unlock()
+	if c == nil {
+		return group.Stats{}
+	}
+	return c.Stats()
+}
+
+// openGroups loads the committed offsets when the Broker opens, if
+// __consumer_offsets exists (Open calls it once its topics are open, for a
+// writable Broker).
+func (b *Broker) openGroups() error { return b.groupState().open(b) }
+
+// closeGroups closes the Broker's group consumers (each commits and leaves)
+// and then its coordinator. Close calls it first, while the logs and the
+// plain consumers are still open.
 func (b *Broker) closeGroups() error {
 	g, ok := brokerGroupsByBroker.LoadAndDelete(b)
 	if !ok {

@@ -233,8 +233,11 @@ func TestGroupResumesFromCommitAfterReopen(t *testing.T) {
 	b = openT(t, dir, nil)
 	closeGroupsT(t, b)
 	// Loading at open, as the Broker's Open does once it calls it.
-	if err := b.groupState().open(b); err != nil {
+	if err := b.openGroups(); err != nil {
 		t.Fatal(err)
+	}
+	if st := b.GroupStats(); st.Groups != 1 || st.LoadedRecords == 0 {
+		t.Fatalf("after the load: %+v", st)
 	}
 	p = producerT(t, b, nil)
 	second := produceN(t, p, "orders", "b", 30)
