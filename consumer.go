@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"reflect"
 	"sort"
 	"strconv"
 	"sync"
@@ -674,35 +675,37 @@ func copyField(arena, b []byte) ([]byte, []byte) {
 }
 
 // wait blocks until one of parts has a record at its position, the
-// assignment changes, or ctx ends. It does not poll: a single partition's
-// log wakes it directly when its high watermark moves, several partitions'
-// logs through their dataWatch.
+// assignment changes, or ctx ends. It does not poll and starts no
+// goroutine: each partition's log closes the channel WaitChan gave for it
+// when its high watermark passes the position.
 func (c *Consumer) wait(ctx context.Context, parts []pollPart, changed context.Context) error {
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(changed, cancel)
-	defer stop()
-	if len(parts) == 1 {
-		err := parts[0].ap.p.log.Wait(wctx, parts[0].pos)
-		return c.waitResult(ctx, err)
-	}
-	// Several partitions: one wake-up channel registered with each, no
-	// goroutine per partition (see dataWatch).
-	w := newDataWaiter()
-	for _, pp := range parts {
-		pp.ap.p.watch.register(w, pp.pos)
-	}
-	defer func() {
-		for _, pp := range parts {
-			pp.ap.p.watch.unregister(w)
+	switch len(parts) {
+	case 0:
+		select {
+		case <-ctx.Done():
+		case <-changed.Done():
 		}
-	}()
-	select {
-	case <-w.ch:
-		return c.waitResult(ctx, nil)
-	case <-wctx.Done():
-		return c.waitResult(ctx, nil)
+	case 1:
+		ready, cancel := parts[0].ap.p.log.WaitChan(parts[0].pos)
+		defer cancel()
+		select {
+		case <-ready:
+		case <-ctx.Done():
+		case <-changed.Done():
+		}
+	default:
+		cases := make([]reflect.SelectCase, 0, len(parts)+2)
+		cases = append(cases,
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(changed.Done())})
+		for _, pp := range parts {
+			ready, cancel := pp.ap.p.log.WaitChan(pp.pos)
+			defer cancel()
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ready)})
+		}
+		reflect.Select(cases)
 	}
+	return c.waitResult(ctx, nil)
 }
 
 // waitResult turns the end of a wait into Poll's next step: nil to read

@@ -36,7 +36,6 @@ type partition struct {
 	keep  bool
 
 	syncs   *syncTimes // the log's fsync durations
-	watch   *dataWatch // wakes consumers waiting on several partitions
 	deleted atomic.Bool
 	// failedSeen is set when an append met the log's fail-stop state.
 	failedSeen atomic.Bool
@@ -68,7 +67,6 @@ func newPartition(b *Broker, in topic.Info, index int32, l *log.Log) *partition 
 		b: b, topic: in.Name, id: in.ID, index: index, cfg: cfg, log: l,
 		maxBatch: int(min(int64(cfg.MaxMessageBytes), cfg.SegmentBytes)),
 		seqLocks: map[int64]*seqLock{},
-		watch:    newDataWatch(l),
 	}
 	if c, ok := cfg.Compression.Codec(); ok {
 		p.codec = c
@@ -78,12 +76,9 @@ func newPartition(b *Broker, in topic.Info, index int32, l *log.Log) *partition 
 	return p
 }
 
-// close closes the partition's log once, then releases its waiters.
+// close closes the partition's log once (which wakes its waiters).
 func (p *partition) close() error {
-	p.closeMu.Do(func() {
-		p.closeErr = p.log.Close()
-		p.watch.close()
-	})
+	p.closeMu.Do(func() { p.closeErr = p.log.Close() })
 	return p.closeErr
 }
 
