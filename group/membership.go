@@ -805,12 +805,12 @@ func (g *group) syncLocked(req *SyncGroupRequest) (chan syncOutcome, *SyncGroupR
 	case StatePreparingRebalance:
 		return nil, nil, fmt.Errorf("group %q: %w", g.id, ErrRebalanceInProgress)
 	case StateStable:
-		delete(g.pendingSync, m.id)
+		g.syncedLocked(m.id)
 		m.lastHeartbeat = time.Now()
 		return nil, &SyncGroupResponse{ProtocolType: g.protocolType, ProtocolName: g.protocol, Assignment: slices.Clone(m.assignment)}, nil
 	}
 	// CompletingRebalance.
-	delete(g.pendingSync, m.id)
+	g.syncedLocked(m.id)
 	m.lastHeartbeat = time.Now()
 	m.respondSync(nil, fmt.Errorf("group %q: member %q synced again: %w", g.id, m.id, ErrRebalanceInProgress))
 	ch := make(chan syncOutcome, 1)
@@ -833,6 +833,16 @@ func (g *group) syncLocked(req *SyncGroupRequest) (chan syncOutcome, *SyncGroupR
 		g.transitionLocked(StateStable)
 	}
 	return ch, nil, nil
+}
+
+// syncedLocked records that a member synced; the sync deadline stops once
+// every member has.
+func (g *group) syncedLocked(id string) {
+	delete(g.pendingSync, id)
+	if len(g.pendingSync) == 0 && g.syncTimer != nil {
+		g.syncTimer.Stop()
+		g.syncTimer = nil
+	}
 }
 
 // Heartbeat keeps a member's session alive. It returns nil, or
