@@ -330,7 +330,9 @@ func (b *Broker) logOptions(cfg topic.Config) (*log.Options, error) {
 		Now:                    b.opts.Now,
 	}
 	if b.readOnly {
-		o.RetentionCheckInterval = -1 // deleting is writing
+		// Beside a live writer: files O_RDONLY, no recovery, no goroutine,
+		// the last segment up to its last complete valid batch.
+		o.ReadOnly = true
 	}
 	if o.SegmentBytes < minLogSegmentBytes {
 		return nil, fmt.Errorf("%w: SegmentBytes %d is below the %d bytes a partition's log needs", ErrInvalidConfig, cfg.SegmentBytes, minLogSegmentBytes)

@@ -82,9 +82,11 @@ func (p *partition) close() error {
 	return p.closeErr
 }
 
-// failed reports whether the partition refuses appends (fail-stop), as far
-// as appends have found out.
-func (p *partition) failed() bool { return p.failedSeen.Load() }
+// failed reports whether the partition refuses appends (fail-stop),
+// whether an append or a background flush found out.
+func (p *partition) failed() bool {
+	return p.failedSeen.Load() || errors.Is(p.log.Err(), log.ErrFailed)
+}
 
 func (p *partition) String() string { return p.topic + "-" + strconv.Itoa(int(p.index)) }
 

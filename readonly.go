@@ -1,10 +1,13 @@
 package folio
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
 	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/log"
+	"github.com/foliolog/folio/topic"
 )
 
 // readOnlyFS is the file layer of a read-only Broker: it passes reads
@@ -46,3 +49,75 @@ func (r readOnlyFS) ReadDir(name string) ([]os.DirEntry, error) { return r.fs.Re
 func (r readOnlyFS) Stat(name string) (os.FileInfo, error)      { return r.fs.Stat(name) }
 
 var _ vfs.FS = readOnlyFS{}
+
+// Refresh brings a read-only Broker up to date with its directory, for a
+// tool that follows a live writer in another process: it reads the topic
+// catalog again (new topics and partitions appear, deleted topics go, and
+// their consumers get ErrUnknownTopic) and has every partition's log look
+// again (new records, rolled and deleted segments). No notification crosses
+// processes, so a follower calls Refresh at an interval of its choosing;
+// consumers waiting in Poll wake when a Refresh makes records visible. Only
+// complete batches that pass their checks become visible. On a writable
+// Broker, whose view is always current, Refresh does nothing.
+func (b *Broker) Refresh() error {
+	if b.closed.Load() {
+		return ErrClosed
+	}
+	if !b.readOnly {
+		return nil
+	}
+	b.topicsMu.Lock()
+	defer b.topicsMu.Unlock()
+	if b.closed.Load() {
+		return ErrClosed
+	}
+	cat, err := topic.OpenCatalog(b.dir, &topic.Options{FS: b.fs, Now: b.opts.Now, ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("folio: refreshing %s: %w", b.dir, err)
+	}
+	infos, err := cat.List()
+	_ = cat.Close() // a read-only catalog is a snapshot: List is all it gives
+	if err != nil {
+		return fmt.Errorf("folio: refreshing %s: %w", b.dir, err)
+	}
+	old := *b.topics.Load()
+	next := make(map[string]*topicState, len(infos))
+	var errs []error
+	for _, in := range infos {
+		ts := &topicState{info: in, parts: make([]*partition, in.Config.Partitions)}
+		if prev := old[in.Name]; prev != nil && prev.info.ID == in.ID {
+			copy(ts.parts, prev.parts)
+		}
+		for i := range ts.parts {
+			if ts.parts[i] != nil {
+				if err := ts.parts[i].log.Refresh(); err != nil {
+					errs = append(errs, fmt.Errorf("folio: refreshing %s: %w", ts.parts[i], err))
+				}
+				continue
+			}
+			p, err := b.openPartition(in, int32(i), log.State{Clean: true})
+			if err != nil {
+				errs = append(errs, err)
+				ts.parts = ts.parts[:i] // serve the partitions that opened
+				break
+			}
+			ts.parts[i] = p
+		}
+		next[in.Name] = ts
+	}
+	// Topics the writer deleted (or deleted and created again) go.
+	for name, ts := range old {
+		if cur := next[name]; cur != nil && cur.info.ID == ts.info.ID {
+			continue
+		}
+		for _, p := range ts.parts {
+			p.deleted.Store(true)
+			if err := p.close(); err != nil && !errors.Is(err, log.ErrClosed) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	b.topics.Store(&next)
+	b.topicsGen.Add(1)
+	return errors.Join(errs...)
+}

@@ -1,6 +1,8 @@
 package folio
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -139,5 +141,75 @@ func TestOpenReadOnlyBesideCreate(t *testing.T) {
 	}
 	if _, err := os.Stat(inFlight); err != nil {
 		t.Fatalf("the writer's new partition directory is gone: %v", err)
+	}
+}
+
+// TestReadOnlyRefresh: a read-only Broker follows a live writer through
+// Refresh: new records wake a waiting consumer, new topics appear, deleted
+// ones go.
+func TestReadOnlyRefresh(t *testing.T) {
+	dir := t.TempDir()
+	w := openT(t, dir, nil)
+	createTopicT(t, w, "t", TopicConfig{Flush: FlushNone})
+	p := producerT(t, w, nil)
+	produceN(t, p, "t", "a", 10)
+
+	ro, err := OpenReadOnly(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	c, err := ro.NewConsumer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Assign(Assignment{Topic: "t"})
+	pollN(t, c, 10)
+
+	got := make(chan []Record, 1)
+	go func() {
+		recs, err := c.Poll(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		got <- recs
+	}()
+	produceN(t, p, "t", "b", 5)
+	createTopicT(t, w, "u", TopicConfig{Partitions: 2})
+	select {
+	case <-got:
+		t.Fatal("a read-only consumer saw another process's records without a Refresh")
+	case <-time.After(30 * time.Millisecond):
+	}
+	if err := ro.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case recs := <-got:
+		if len(recs) != 5 || recs[0].Offset != 10 || !bytes.Equal(recs[4].Value, value("b", 4)) {
+			t.Fatalf("after Refresh: %d records from %d", len(recs), recs[0].Offset)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Refresh did not wake the waiting consumer")
+	}
+	if ti, err := ro.DescribeTopic("u"); err != nil || len(ti.Partitions) != 2 {
+		t.Fatalf("new topic after Refresh: %+v, %v", ti, err)
+	}
+
+	if err := w.DeleteTopic("t"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ro.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ro.DescribeTopic("t"); !errors.Is(err, ErrUnknownTopic) {
+		t.Fatalf("deleted topic after Refresh: %v", err)
+	}
+	if _, err := c.Poll(context.Background()); !errors.Is(err, ErrUnknownTopic) {
+		t.Fatalf("Poll of a topic deleted by the writer: %v", err)
+	}
+	// A writable Broker's Refresh does nothing.
+	if err := w.Refresh(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -2,11 +2,9 @@ package folio
 
 import (
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/foliolog/folio/internal/readpath"
-	"github.com/foliolog/folio/segment"
 )
 
 // Stats is a snapshot of a Broker's state. Counters are cumulative since
@@ -48,8 +46,7 @@ type PartitionStats struct {
 	// the partition's offsets: the first readable one, the end of what
 	// consumers see, the end of what is fsynced, and the next to append.
 	LogStartOffset, HighWatermark, DurableEndOffset, LogEndOffset int64
-	// Bytes is the size of the partition's segment files (.log), as the
-	// directory lists them.
+	// Bytes is the size of the partition's segment files (.log).
 	Bytes int64
 	// Segments is the number of segments; OpenSealedSegments how many
 	// sealed ones hold files now (the active one always does).
@@ -116,7 +113,7 @@ func (b *Broker) Stats() Stats {
 			HighWatermark:      p.log.HighWatermark(),
 			DurableEndOffset:   cp.RecoveryPoint,
 			LogEndOffset:       p.log.LogEndOffset(),
-			Bytes:              p.logBytes(),
+			Bytes:              ls.Bytes,
 			Segments:           ls.Segments,
 			OpenSealedSegments: ls.OpenSealedSegments,
 			Syncs:              ls.Syncs,
@@ -146,25 +143,4 @@ func (b *Broker) Stats() Stats {
 		return a.Partition < c.Partition
 	})
 	return st
-}
-
-// logBytes sums the sizes of the partition's .log files. The log does not
-// report its size, and Stats is rare enough for a directory listing; files
-// that vanish meanwhile (retention) are skipped.
-func (p *partition) logBytes() int64 {
-	dir := p.log.Dir()
-	ents, err := p.b.fs.ReadDir(dir)
-	if err != nil {
-		return 0
-	}
-	var n int64
-	for _, e := range ents {
-		if !strings.HasSuffix(e.Name(), segment.LogSuffix) || e.IsDir() {
-			continue
-		}
-		if fi, err := e.Info(); err == nil {
-			n += fi.Size()
-		}
-	}
-	return n
 }
