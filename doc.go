@@ -83,8 +83,11 @@
 //
 // Each of these is written tmp + fsync + rename + fsync(dir) and carries a
 // CRC. OpenReadOnly opens a directory without the lock and writes nothing,
-// for tools beside a live Broker; it sees each partition as of its open, up
-// to the last complete batch.
+// for tools beside a live Broker in another process; it sees each partition
+// up to its last complete valid batch as of the open, and Refresh brings it
+// up to date (there is no notification across processes, so a follower
+// refreshes at an interval). CheckFormat, ReadCheckpoint and CheckMetadata
+// read the metadata files without opening the directory at all.
 //
 // # Lifetimes
 //
@@ -106,6 +109,7 @@
 //     its own is refused (ErrMessageTooLarge) by its uncompressed size, as
 //     Kafka's producer does.
 //   - Adding partitions changes where keyed records go, as in Kafka.
-//   - A read-only Broker on a directory whose live writer is creating a
-//     topic at that moment may fail to open (it refuses to repair); retry.
+//   - A read-only Broker beside a FlushSync writer can see records that are
+//     written but not yet acknowledged (it reads complete batches, not the
+//     writer's high watermark), which a power cut may take back.
 package folio

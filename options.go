@@ -27,8 +27,8 @@ type Options struct {
 	// ReadOnly opens the data directory without its lock and without
 	// writing anything: no recovery, no checkpoint, no marker. Topic
 	// changes and produce return ErrReadOnly. Readers see each partition
-	// up to its last complete valid batch. Default false. OpenReadOnly
-	// sets it.
+	// up to its last complete valid batch, as of the open or the last
+	// Broker.Refresh. Default false. OpenReadOnly sets it.
 	ReadOnly bool
 
 	// Logger receives the Broker's own events: recovery reports, failed
