@@ -3,6 +3,7 @@ package segment
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/foliolog/folio/index"
 	"github.com/foliolog/folio/internal/readpath"
@@ -135,6 +136,11 @@ func (s *Segment) outOfRange(offset int64, t *tip) error {
 	return fmt.Errorf("%w: %s: offset %d outside [%d, %d)", ErrOffsetOutOfRange, s.logPath, offset, s.base, t.next)
 }
 
+// cursorPool recycles readers' cursors: a cursor escapes to the heap (fn
+// is not known), and a random one-batch read is short enough for its
+// allocation to show. fn must not keep the cursor.
+var cursorPool = sync.Pool{New: func() any { return new(cursor) }}
+
 // withCursor runs fn with the segment loaded and resMu held shared. If fn
 // finds an index entry that does not match the log, the indexes are
 // rebuilt and fn runs once more.
@@ -145,7 +151,8 @@ func (s *Segment) withCursor(fn func(c *cursor) error) error {
 			return err
 		}
 		gen := f.gen
-		c := &cursor{s: s, f: f, mapped: f.hdr != nil}
+		c := cursorPool.Get().(*cursor)
+		*c = cursor{s: s, f: f, mapped: f.hdr != nil}
 		if c.mapped {
 			// Header scans read the mapping: a file cut behind the
 			// segment's back faults there, and Guard makes that an error.
@@ -157,6 +164,8 @@ func (s *Segment) withCursor(fn func(c *cursor) error) error {
 			err = fn(c)
 		}
 		c.free()
+		*c = cursor{}
+		cursorPool.Put(c)
 		s.resMu.RUnlock()
 		if !errors.Is(err, errStaleIndex) {
 			return err
