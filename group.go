@@ -42,8 +42,8 @@ type brokerGroups struct {
 	closed    bool
 }
 
-// brokerGroupsByBroker holds each Broker's group state until the Broker
-// carries it in a field (see /work/prompts/requests-from-group.md).
+// brokerGroupsByBroker holds each Broker's group state, from its first
+// group call (or its Open, when the offsets topic exists) until Close.
 var brokerGroupsByBroker sync.Map // *Broker -> *brokerGroups
 
 func (b *Broker) groupState() *brokerGroups {
@@ -54,9 +54,10 @@ func (b *Broker) groupState() *brokerGroups {
 	return g.(*brokerGroups)
 }
 
-// open loads the committed offsets if __consumer_offsets exists, so a
-// Broker serves every group's last commit from its first call. Without the
-// topic, the coordinator starts with the first group call.
+// open loads the committed offsets if __consumer_offsets exists: Open calls
+// it, so a Broker serves every group's last commit from its first call and
+// reports offsets clamped at load right away. Without the topic, the
+// coordinator starts with the first group call.
 func (g *brokerGroups) open(b *Broker) error {
 	if _, ok := (*b.topics.Load())[group.OffsetsTopic]; !ok {
 		return nil
@@ -441,14 +442,8 @@ func (b *Broker) GroupStats() group.Stats {
 	return c.Stats()
 }
 
-// openGroups loads the committed offsets when the Broker opens, if
-// __consumer_offsets exists (Open calls it once its topics are open, for a
-// writable Broker).
-func (b *Broker) openGroups() error { return b.groupState().open(b) }
-
 // closeGroups closes the Broker's group consumers (each commits and leaves)
-// and then its coordinator. Close calls it first, while the logs and the
-// plain consumers are still open.
+// and then its coordinator. Close calls it before the logs close.
 func (b *Broker) closeGroups() error {
 	g, ok := brokerGroupsByBroker.LoadAndDelete(b)
 	if !ok {

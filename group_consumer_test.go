@@ -10,17 +10,6 @@ import (
 	"github.com/foliolog/folio/group"
 )
 
-// closeGroupsT closes the Broker's group consumers and coordinator at the
-// end of the test, before the Broker (registered after openT, so it runs
-// first).
-func closeGroupsT(t testing.TB, b *Broker) {
-	t.Cleanup(func() {
-		if err := b.closeGroups(); err != nil {
-			t.Errorf("closing groups: %v", err)
-		}
-	})
-}
-
 func joinT(t testing.TB, b *Broker, groupID string, topics []string, opts *GroupOptions) *GroupConsumer {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -98,7 +87,6 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 // fails); a second group sees every record too.
 func TestGroupQueueAndPubSub(t *testing.T) {
 	b := openT(t, t.TempDir(), nil)
-	closeGroupsT(t, b)
 	createTopicT(t, b, "events", TopicConfig{Partitions: 6, Flush: FlushNone})
 	opts := &GroupOptions{Reset: group.ResetEarliest}
 	var workers []*groupApp
@@ -222,20 +210,13 @@ func TestGroupResumesFromCommitAfterReopen(t *testing.T) {
 	if lagged != 50 {
 		t.Fatalf("lag %d after committing 40 of 90: %+v", lagged, lag)
 	}
-	if err := b.closeGroups(); err != nil {
-		t.Fatal(err)
-	}
 	_ = p.Close()
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
 
 	b = openT(t, dir, nil)
-	closeGroupsT(t, b)
-	// Loading at open, as the Broker's Open does once it calls it.
-	if err := b.openGroups(); err != nil {
-		t.Fatal(err)
-	}
+	// Open loaded the commits.
 	if st := b.GroupStats(); st.Groups != 1 || st.LoadedRecords == 0 {
 		t.Fatalf("after the load: %+v", st)
 	}
@@ -267,7 +248,6 @@ func TestGroupResumesFromCommitAfterReopen(t *testing.T) {
 // cannot commit over its successor.
 func TestGroupZombieCommitRefused(t *testing.T) {
 	b := openT(t, t.TempDir(), nil)
-	closeGroupsT(t, b)
 	createTopicT(t, b, "t", TopicConfig{Partitions: 1})
 	p := producerT(t, b, nil)
 	produceN(t, p, "t", "z", 10)
@@ -306,7 +286,6 @@ func TestGroupZombieCommitRefused(t *testing.T) {
 
 func TestGroupOptionsErrors(t *testing.T) {
 	b := openT(t, t.TempDir(), nil)
-	closeGroupsT(t, b)
 	ctx := context.Background()
 	if _, err := b.JoinGroup(ctx, "g", nil, nil); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("no topics: %v", err)
@@ -324,5 +303,54 @@ func TestGroupOptionsErrors(t *testing.T) {
 	defer ro.Close()
 	if _, err := ro.GroupCoordinator(); !errors.Is(err, ErrReadOnly) {
 		t.Fatalf("groups on a read-only broker: %v", err)
+	}
+}
+
+// TestBrokerCloseClosesGroups: Close commits and closes the group
+// consumers left open (their heartbeat goroutines end: goleak checks), so
+// the next Open resumes from there.
+func TestBrokerCloseClosesGroups(t *testing.T) {
+	dir := t.TempDir()
+	b, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	createTopicT(t, b, "t", TopicConfig{Partitions: 2})
+	p, err := b.NewProducer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	produceN(t, p, "t", "c", 20)
+	gc, err := b.JoinGroup(context.Background(), "g", []string{"t"}, &GroupOptions{Reset: group.ResetEarliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for n := 0; n < 20; {
+		recs, err := gc.Poll(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += len(recs)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gc.Poll(ctx); !errors.Is(err, ErrClosed) && !errors.Is(err, group.ErrClosed) {
+		t.Fatalf("Poll after the Broker closed: %v", err)
+	}
+	b = openT(t, dir, nil)
+	lag, err := b.GroupLag("g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range lag {
+		if l.Lag != 0 || l.Committed != l.HighWatermark {
+			t.Fatalf("after Close and Open: %+v", l)
+		}
+	}
+	if len(lag) != 2 {
+		t.Fatalf("lag of %d partitions", len(lag))
 	}
 }

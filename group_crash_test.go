@@ -127,7 +127,6 @@ func TestGroupCommitsSurvivePowerCut(t *testing.T) {
 	t.Logf("power cut after %d acknowledged commits", cutAfter)
 
 	b = openT(t, dir, faultOpts(fs))
-	closeGroupsT(t, b)
 	for i := range groups {
 		g := fmt.Sprint("g", i)
 		off := committedOffset(t, b, g, TopicPartition{"t", 0})
@@ -179,7 +178,6 @@ func TestGroupClampAfterPowerCut(t *testing.T) {
 	abandonGroups(b, gc)
 
 	b = openT(t, dir, faultOpts(fs))
-	closeGroupsT(t, b)
 	info, err := b.DescribeTopic("fast")
 	if err != nil {
 		t.Fatal(err)
@@ -320,7 +318,6 @@ func TestGroupCommitsSurviveSIGKILL(t *testing.T) {
 		t.Fatalf("child ended with %v, not by SIGKILL (after %d acks)", err, acks)
 	}
 	b := openT(t, dir, nil)
-	closeGroupsT(t, b)
 	for g, a := range acked {
 		off := committedOffset(t, b, g, TopicPartition{"t", 0})
 		if off < a || off > tried[g] {
