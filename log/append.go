@@ -112,6 +112,9 @@ func (l *Log) checkBatch(b record.Batch, full bool) error {
 			return fmt.Errorf("%w: %w", ErrInvalidBatch, err)
 		}
 	}
+	if l.opts.Compact {
+		return checkKeys(b)
+	}
 	return nil
 }
 

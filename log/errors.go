@@ -79,3 +79,22 @@ func markCorrupt(err error) error {
 	}
 	return err
 }
+
+// Compaction errors.
+var (
+	// ErrNoKey is matched by an append to a compacted log (Options.Compact)
+	// of a batch holding a record without a key, as Kafka refuses them for
+	// compacted topics; it also matches ErrInvalidBatch.
+	ErrNoKey = errors.New("log: record without a key in a compacted log")
+	// ErrNotCompacted is returned by Compact on a log opened without
+	// Options.Compact.
+	ErrNotCompacted = errors.New("log: compaction is off (Options.Compact)")
+	// ErrCompactionAborted means a cleaning pass found its segments changed
+	// (truncated, or deleted by retention) when it came to swap them in: it
+	// removed its files and left the log as it was. The next pass starts
+	// over.
+	ErrCompactionAborted = errors.New("log: compaction aborted: the segments changed under it")
+	// ErrCleanerMapTooSmall means the cleaner's map cannot hold the keys of
+	// even one batch: the Cleaner needs more BufferBytes per worker.
+	ErrCleanerMapTooSmall = errors.New("log: cleaner map too small for a batch")
+)

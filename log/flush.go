@@ -162,6 +162,9 @@ func (l *Log) flushLocked(withActive bool) error {
 	for _, e := range pending {
 		l.caps.add(&e.capEntry)
 	}
+	if len(pending) > 0 {
+		l.kickCleaner()
+	}
 	return nil
 }
 

@@ -26,6 +26,14 @@ type State struct {
 	// HighWatermark is restored only with Options.ExternalHighWatermark
 	// (a replica resumes from it); otherwise the log derives its own.
 	HighWatermark int64
+	// FirstDirtyOffset is the cleaner checkpoint of a compacted log (Kafka's
+	// cleaner-offset-checkpoint): every record below it has been through a
+	// cleaning pass. Open clamps it to the log's range. Losing it (zero)
+	// costs a cleaning of the whole log and keeps tombstones longer; a value
+	// above the truth would let the cleaner drop a tombstone early, which
+	// is why Checkpoint reports it only once the pass that moved it is
+	// durable. After TruncateTo, checkpoint again before relying on it.
+	FirstDirtyOffset int64
 	// Clean tells Open that the log was closed cleanly (the owner found its
 	// clean-shutdown marker): nothing is scanned. Checkpoint reports true
 	// only after a successful Close.
@@ -113,6 +121,9 @@ type Log struct {
 	// taken with retentionMu held).
 	firstWriteMu   sync.Mutex
 	firstWriteDone atomic.Bool
+
+	// cmp is the compaction state (compact.go).
+	cmp compactor
 
 	snap       atomic.Pointer[snapshot]
 	end        atomic.Int64 // next, for readers
@@ -213,6 +224,8 @@ func (l *Log) Checkpoint() State {
 		LogStartOffset: l.snap.Load().start,
 		HighWatermark:  l.hw.Load().offset,
 		Clean:          l.cleanClose.Load(),
+
+		FirstDirtyOffset: l.cmp.firstDirty.Load(),
 	}
 }
 
@@ -339,6 +352,7 @@ func (l *Log) Close() error {
 
 	close(l.quit)
 	l.wg.Wait()
+	l.stopCompaction()
 
 	l.retentionMu.Lock()
 	defer l.retentionMu.Unlock()

@@ -79,6 +79,10 @@ func Open(fsys vfs.FS, dir string, opts *Options, st State) (*Log, error) {
 		l.abandon()
 		return nil, markCorrupt(err)
 	}
+	if err := l.initCompaction(st); err != nil {
+		l.abandon()
+		return nil, err
+	}
 	if !o.noBackground {
 		l.goFunc(l.background)
 	}

@@ -18,6 +18,8 @@ const (
 	DefaultMaxBatchBytes          = 1<<20 + 12         // message.max.bytes
 	DefaultRetentionAge           = 7 * 24 * time.Hour // retention.ms
 	DefaultRetentionCheckInterval = 5 * time.Minute    // log.retention.check.interval.ms
+	DefaultMinCleanableDirtyRatio = 0.5                // min.cleanable.dirty.ratio
+	DefaultDeleteRetention        = 24 * time.Hour     // delete.retention.ms
 	// minSegmentBytes leaves room for at least one batch header, so a
 	// roll always makes progress.
 	minSegmentBytes = 128
@@ -57,6 +59,32 @@ type Options struct {
 	// retention. Default 5 minutes; negative disables the schedule
 	// (EnforceRetention still works on demand).
 	RetentionCheckInterval time.Duration
+	// Compact turns on log compaction (Kafka's cleanup.policy=compact; with
+	// retention left on as well it is compact,delete): a cleaner keeps the
+	// latest record of each key and drops the older ones, and Append
+	// refuses records without a key (ErrNoKey). See the package
+	// documentation. Default false.
+	Compact bool
+	// MinCleanableDirtyRatio is the share of the cleanable part of the log
+	// not yet cleaned at which the cleaner cleans it on its own (Kafka's
+	// min.cleanable.dirty.ratio); Compact ignores it. Default 0.5; in
+	// (0, 1].
+	MinCleanableDirtyRatio float64
+	// MinCompactionLag keeps a segment out of cleaning while it holds a
+	// record whose timestamp is within this of now (min.compaction.lag.ms).
+	// Default 0.
+	MinCompactionLag time.Duration
+	// DeleteRetention is how long a tombstone (a record with a null value)
+	// stays after its segment was first cleaned, so that consumers reading
+	// from the start see the delete (delete.retention.ms). Default 24 h;
+	// negative means none: a tombstone goes at the first pass that finds it
+	// in the clean part.
+	DeleteRetention time.Duration
+	// Cleaner runs the compaction passes. Share one between all compacted
+	// logs of a process to bound the cleaning's memory and concurrency; nil
+	// gives this Log a private one with the default CleanerOptions, started
+	// by Open and closed by Close.
+	Cleaner *Cleaner
 	// FlushPolicy says when appended bytes are fsynced and so what an
 	// acknowledgement promises. Default FlushSync.
 	FlushPolicy FlushPolicy
@@ -142,6 +170,12 @@ func (o *Options) withDefaults() Options {
 	if c.RetentionCheckInterval == 0 {
 		c.RetentionCheckInterval = DefaultRetentionCheckInterval
 	}
+	if c.MinCleanableDirtyRatio == 0 {
+		c.MinCleanableDirtyRatio = DefaultMinCleanableDirtyRatio
+	}
+	if c.DeleteRetention == 0 {
+		c.DeleteRetention = DefaultDeleteRetention
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -167,6 +201,10 @@ func (o *Options) validate() error {
 		return bad("MaxBatchBytes", "%d exceeds SegmentBytes %d", o.MaxBatchBytes, o.SegmentBytes)
 	case o.ReadPath != readpath.Mmap && o.ReadPath != readpath.Sendfile:
 		return bad("ReadPath", "%d is not a read path", o.ReadPath)
+	case !(o.MinCleanableDirtyRatio > 0 && o.MinCleanableDirtyRatio <= 1):
+		return bad("MinCleanableDirtyRatio", "%v outside (0, 1]", o.MinCleanableDirtyRatio)
+	case o.MinCompactionLag < 0:
+		return bad("MinCompactionLag", "%v is negative", o.MinCompactionLag)
 	}
 	if err := o.FlushPolicy.validate(); err != nil {
 		return bad("FlushPolicy", "%v", err)

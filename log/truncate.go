@@ -157,6 +157,7 @@ func (l *Log) resetEndLocked(end mark, start int64) {
 	l.endMark = end
 	l.end.Store(end.offset)
 	l.activeAt = l.opts.Now()
+	l.pullBackFirstDirtyLocked(end.offset)
 	if l.durMark.offset >= end.offset {
 		l.durMark = end
 		l.durable.Store(end.offset)

@@ -1,0 +1,185 @@
+package log
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/foliolog/folio/internal/vfs"
+)
+
+// errDeadProcess fails every operation of a process after its power cut or
+// crash: the dead process does nothing more to the disk.
+var errDeadProcess = errors.New("test: the process is dead")
+
+// compactCrashTemplate builds a log on the real file system whose next
+// compaction pass both merges cleaned segments and cleans dirty ones (so
+// several groups, tombstones and producers), and returns its directory,
+// options, clean-shutdown state and model.
+func compactCrashTemplate(t *testing.T, seed uint64) (string, *Options, State, *kvModel) {
+	rng := newRand(seed)
+	dir := filepath.Join(t.TempDir(), "template")
+	opts := compactOpts(t, 700, nil)
+	opts.IndexIntervalBytes = 100
+	l, err := Open(nil, dir, opts, State{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newKVModel()
+	seq := int32(0)
+	write := func(n int, tag string) {
+		for range n {
+			recs := randomKV(rng, 1+rng.IntN(4), 12, 0.2, tag)
+			pr := noProducer
+			if rng.IntN(4) == 0 {
+				pr = prodInfo{pid: 7, epoch: 1, seq: seq}
+				seq += int32(len(recs))
+			}
+			m.appendKV(t, l, recs, 1_700_000_000_000, pr, testCodecs[rng.IntN(len(testCodecs))])
+		}
+	}
+	write(18, "a")
+	if _, err := l.Compact(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	write(18, "b")
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir, opts, l.Checkpoint(), m
+}
+
+// TestCompactCrashAtEveryStep cuts the power (or crashes the process) at
+// every file operation of a compaction pass, in turn, and reopens from the
+// checkpoint taken before the pass, unclean, scanning every segment. The
+// log must read exactly as before the pass or as after it, never a mix,
+// hold every key's latest record, have no transient files left, and clean
+// to the after state with one more Compact.
+func TestCompactCrashAtEveryStep(t *testing.T) {
+	seed := testSeed(t)
+	tmpl, opts, st, m := compactCrashTemplate(t, seed)
+	// Each step copies the template and recreates files: on tmpfs where
+	// there is one, the disk's metadata journal would dominate.
+	root := metadataTempDir(t)
+	ctx := context.Background()
+
+	// Dry run: the states before and after, and how many operations the
+	// pass makes.
+	dry := filepath.Join(root, "dry")
+	copyDir(t, tmpl, dry)
+	fsys := vfs.NewFaultFS()
+	l, err := Open(fsys, dry, opts, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := recordsOf(readBatches(t, l))
+	var (
+		mu    sync.Mutex
+		ops   int
+		kinds = map[vfs.OpKind]int{}
+	)
+	fsys.SetHook(func(op vfs.Op) error {
+		mu.Lock()
+		ops++
+		kinds[op.Kind]++
+		mu.Unlock()
+		return nil
+	})
+	res, err := l.Compact(ctx)
+	fsys.SetHook(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := recordsOf(readBatches(t, l))
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if res.SegmentsWritten < 2 || res.SegmentsWritten >= res.SegmentsCleaned || slices.Equal(before, after) {
+		t.Fatalf("the template's pass is not a good test: %+v", res)
+	}
+	t.Logf("the pass: %+v, %d file operations %v", res, ops, kinds)
+
+	for _, crash := range []bool{false, true} {
+		for n := 1; n <= ops; n++ {
+			name := fmt.Sprintf("powercut-%d", n)
+			if crash {
+				name = fmt.Sprintf("crash-%d", n)
+			}
+			if !t.Run(name, func(t *testing.T) {
+				compactCutAt(t, tmpl, filepath.Join(root, name), opts, st, m, n, crash, before, after)
+			}) {
+				t.Fatalf("replay with -seed=%d -run 'TestCompactCrashAtEveryStep/%s'", seed, name)
+			}
+		}
+	}
+}
+
+func compactCutAt(t *testing.T, tmpl, dir string, opts *Options, st State, m *kvModel, n int, crash bool, before, after []rrec) {
+	copyDir(t, tmpl, dir)
+	fsys := vfs.NewFaultFS()
+	l, err := Open(fsys, dir, opts, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu     sync.Mutex
+		ops    int
+		dead   bool
+		cutErr error
+	)
+	fsys.SetHook(func(op vfs.Op) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if dead {
+			return errDeadProcess
+		}
+		if ops++; ops == n {
+			dead = true
+			if crash {
+				fsys.Crash()
+			} else {
+				cutErr = fsys.PowerCut()
+			}
+		}
+		return nil
+	})
+	_, cerr := l.Compact(context.Background())
+	mu.Lock()
+	wasCut := dead
+	mu.Unlock()
+	if !wasCut || cerr == nil {
+		t.Fatalf("the cut at operation %d: cut %v, Compact returned %v", n, wasCut, cerr)
+	}
+	if cutErr != nil {
+		t.Fatal(cutErr)
+	}
+	l.kill()
+	fsys.SetHook(nil)
+
+	reopen := st
+	reopen.Clean, reopen.RecoveryPoint = false, 0
+	l, err = Open(fsys, dir, opts, reopen)
+	if err != nil {
+		t.Fatalf("reopen after the cut at operation %d: %v", n, err)
+	}
+	defer l.Close()
+	got := recordsOf(readBatches(t, l))
+	isBefore, isAfter := slices.Equal(got, before), slices.Equal(got, after)
+	if !isBefore && !isAfter {
+		t.Fatalf("after the cut at operation %d the log holds %d records, neither the %d before nor the %d after the pass\n got %v", n, len(got), len(before), len(after), got)
+	}
+	if left := leftovers(t, dir); len(left) != 0 {
+		t.Fatalf("transient files left after reopening: %v", left)
+	}
+	m.checkCompacted(t, l, 0, false)
+	if _, err := l.Compact(context.Background()); err != nil {
+		t.Fatalf("compaction after recovery: %v", err)
+	}
+	if got := recordsOf(readBatches(t, l)); !slices.Equal(got, after) {
+		t.Fatalf("compaction after recovery (the log was %s): %d records, want the %d after", map[bool]string{true: "before", false: "after"}[isBefore], len(got), len(after))
+	}
+}
