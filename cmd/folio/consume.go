@@ -65,7 +65,7 @@ func (sp startSpec) resolve(pv *partView, pb partBounds) (int64, error) {
 }
 
 func runConsume(e env, args []string) error {
-	fs, dir := newFlags(e, "consume", "consume -topic T [-partition P] [-offset beginning|end|N|-N] [-n count] [-e] [-f format]")
+	fs, dir := newFlags(e, "consume", "consume -topic T [-partition P] [-offset beginning|end|N|-N] [-n count] [-e] [-f format] [-group G]")
 	name := fs.String("topic", "", "the topic to read (required)")
 	part := fs.Int("partition", -1, "the partition to read; -1 reads every partition")
 	offset := fs.String("offset", "beginning", "where to start: beginning, end, an offset, or -N for N records before the end")
@@ -73,6 +73,8 @@ func runConsume(e env, args []string) error {
 	exitAtEnd := fs.Bool("e", false, "exit at the end of the log instead of following it")
 	format := fs.String("f", defaultFormat, "output format: %t topic, %p partition, %o offset, %k key, %s value, %T timestamp (ms), %h headers, %K/%S key/value length, \\n, \\t")
 	recheck := fs.Duration("interval", defaultRecheck, "how often a following consume checks for new records")
+	groupID := fs.String("group", "", "consume as a member of this consumer group (takes the directory's lock); what was printed is committed")
+	commitEvery := fs.Duration("commit-interval", 5*time.Second, "with -group, how often to commit what was printed (and always before exiting)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -92,6 +94,15 @@ func runConsume(e env, args []string) error {
 	start, err := parseStart(*offset)
 	if err != nil {
 		return err
+	}
+	if *groupID != "" {
+		if *part >= 0 {
+			return usagef("-partition and -group exclude each other: the group assigns the partitions")
+		}
+		if *commitEvery <= 0 {
+			return usagef("-commit-interval %v: want a positive duration", *commitEvery)
+		}
+		return consumeGroup(e, *dir, *groupID, *name, start, f, *count, *exitAtEnd, *recheck, *commitEvery)
 	}
 	d, err := openDataDir(*dir)
 	if err != nil {
@@ -197,7 +208,8 @@ func (c *printer) batch(partition int32, b record.Batch, from int64) (int64, boo
 		if r.Offset() < from {
 			continue
 		}
-		c.format.write(c.w, c.topic, partition, r)
+		fl := viewFields(c.topic, partition, &r)
+		c.format.write(c.w, &fl)
 		c.printed++
 		if c.done() {
 			return r.Offset() + 1, true, nil

@@ -45,6 +45,26 @@
 // max.message.bytes) stops the run with an error naming its line; records
 // of earlier lines stay written.
 //
+//	folio groups reset -group G -topic T -to earliest|latest|OFFSET|TIME [-partition P] [-dry-run]
+//
+// Moves a consumer group's committed offsets in a topic's partitions (all,
+// or -partition): to the log start, to the end, to an offset, or to the
+// first record at or after a time (RFC 3339, or 2006-01-02T15:04:05 and
+// 2006-01-02 in UTC; a time after every record means the end). It prints
+// the old and new offsets; -dry-run stops there. Taking the lock makes sure
+// no member of the group runs, as Kafka requires an empty group.
+//
+//	folio consume -group G -topic T [-offset beginning|end] [-n count] [-e] [-f format] [-commit-interval 5s]
+//
+// Consumes as a member of the consumer group G: the group's coordinator
+// assigns the partitions (several members, in several processes in turn,
+// share the work; every group gets every record), partitions without a
+// committed offset start at -offset (beginning by default). The offsets
+// after the records printed are committed every -commit-interval and
+// before the command exits (at -n, at the end with -e, on SIGINT or
+// SIGTERM), always after the output was flushed: a record is committed
+// only once printed.
+//
 // # Commands that only read
 //
 // These never take the lock and never write: they open the files
@@ -99,6 +119,15 @@
 // index ahead of its log there, leftover files), then a summary, and exits
 // non-zero if there was any problem.
 //
+//	folio groups [-group G]
+//
+// Prints every group's committed offsets, with the log end and the lag of
+// each partition, and when each offset was committed. It reads the records
+// of __consumer_offsets from the files (the last commit of a partition
+// wins; a reset or a deletion overrides earlier ones), so it works beside
+// the application. A group's members and their assignments exist only in
+// the memory of the process that runs the group, and are not shown.
+//
 // # Exit status and errors
 //
 // 0 on success, 2 for a command line that cannot run (unknown command or
@@ -126,6 +155,4 @@
 //     (it finds the next one by the offset it starts at, and confirms one
 //     past a gap with a second listing), but verify and dump check the
 //     segments their one listing showed.
-//   - Consumer groups (folio groups, consume -group) are not available yet:
-//     they wait for the group package to be wired into the Broker.
 package main

@@ -169,7 +169,7 @@ func (dm *dumper) records(path string, b record.Batch, pos int64, crcValid bool)
 			keys = append(keys, printable(h.Key()))
 		}
 		fmt.Fprintf(dm.w, "| offset: %d %s: %d keySize: %d valueSize: %d sequence: %d headerKeys: [%s]",
-			r.Offset(), tsType, r.Timestamp(), lenOrNull(r.Key(), r.KeyIsNull()), lenOrNull(r.Value(), r.ValueIsNull()),
+			r.Offset(), tsType, r.Timestamp(), lenOrNull(r.Key()), lenOrNull(r.Value()),
 			seq, strings.Join(keys, ","))
 		if !r.KeyIsNull() {
 			fmt.Fprintf(dm.w, " key: %s", printable(r.Key()))

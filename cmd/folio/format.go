@@ -107,48 +107,82 @@ func parseFormat(s string) (recordFormat, error) {
 	return out, nil
 }
 
+// fields are what a format prints of one record: a record view straight
+// from a segment's bytes (plain consume), or a record a group member
+// polled.
+type fields struct {
+	topic     string
+	partition int32
+	offset    int64
+	timestamp int64 // Unix milliseconds
+	// key and value are nil when null; a non-null empty one is empty.
+	key, value []byte
+	// Headers come from view when it is set, else from headers.
+	view    *record.RecordView
+	headers []record.Header
+}
+
+func viewFields(topicName string, partition int32, r *record.RecordView) fields {
+	return fields{topic: topicName, partition: partition, offset: r.Offset(), timestamp: r.Timestamp(), key: r.Key(), value: r.Value(), view: r}
+}
+
 // write formats one record. Null keys and values print as nothing (their
 // lengths, %K and %S, tell them from empty ones).
-func (f recordFormat) write(w *bufio.Writer, topicName string, partition int32, r record.RecordView) {
+func (f recordFormat) write(w *bufio.Writer, r *fields) {
 	var num [24]byte
 	for _, t := range f {
 		switch t.verb {
 		case verbLiteral:
 			w.WriteString(t.lit)
 		case verbTopic:
-			w.WriteString(topicName)
+			w.WriteString(r.topic)
 		case verbPartition:
-			w.Write(strconv.AppendInt(num[:0], int64(partition), 10))
+			w.Write(strconv.AppendInt(num[:0], int64(r.partition), 10))
 		case verbOffset:
-			w.Write(strconv.AppendInt(num[:0], r.Offset(), 10))
+			w.Write(strconv.AppendInt(num[:0], r.offset, 10))
 		case verbKey:
-			w.Write(r.Key())
+			w.Write(r.key)
 		case verbValue:
-			w.Write(r.Value())
+			w.Write(r.value)
 		case verbTimestamp:
-			w.Write(strconv.AppendInt(num[:0], r.Timestamp(), 10))
+			w.Write(strconv.AppendInt(num[:0], r.timestamp, 10))
 		case verbHeaders:
-			h := r.Headers()
-			for i := 0; h.Next(); i++ {
-				if i > 0 {
-					w.WriteByte(',')
-				}
-				w.Write(h.Key())
-				if v := h.Value(); v != nil {
-					w.WriteByte('=')
-					w.Write(v)
-				}
-			}
+			writeHeaders(w, r)
 		case verbKeyLen:
-			w.Write(strconv.AppendInt(num[:0], lenOrNull(r.Key(), r.KeyIsNull()), 10))
+			w.Write(strconv.AppendInt(num[:0], lenOrNull(r.key), 10))
 		case verbValueLen:
-			w.Write(strconv.AppendInt(num[:0], lenOrNull(r.Value(), r.ValueIsNull()), 10))
+			w.Write(strconv.AppendInt(num[:0], lenOrNull(r.value), 10))
 		}
 	}
 }
 
-func lenOrNull(b []byte, null bool) int64 {
-	if null {
+// writeHeaders prints key=value pairs joined by commas; a null value
+// prints the key alone.
+func writeHeaders(w *bufio.Writer, r *fields) {
+	one := func(i int, k, v []byte) {
+		if i > 0 {
+			w.WriteByte(',')
+		}
+		w.Write(k)
+		if v != nil {
+			w.WriteByte('=')
+			w.Write(v)
+		}
+	}
+	if r.view != nil {
+		h := r.view.Headers()
+		for i := 0; h.Next(); i++ {
+			one(i, h.Key(), h.Value())
+		}
+		return
+	}
+	for i, h := range r.headers {
+		one(i, []byte(h.Key), h.Value)
+	}
+}
+
+func lenOrNull(b []byte) int64 {
+	if b == nil {
 		return -1
 	}
 	return int64(len(b))

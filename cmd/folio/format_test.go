@@ -64,11 +64,30 @@ func TestFormat(t *testing.T) {
 		}
 		var buf bytes.Buffer
 		w := bufio.NewWriter(&buf)
-		f.write(w, "topic", 3, tc.rec)
+		fl := viewFields("topic", 3, &tc.rec)
+		f.write(w, &fl)
 		w.Flush()
 		if buf.String() != tc.want {
 			t.Errorf("format %q = %q, want %q", tc.format, buf.String(), tc.want)
 		}
+	}
+	// A record a group member polled prints as the same record read from
+	// the segment does.
+	f, err := parseFormat(`%t|%p|%o|%k|%s|%T|%h|%K|%S`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fromView, fromRecord bytes.Buffer
+	w := bufio.NewWriter(&fromView)
+	fl := viewFields("topic", 3, &full)
+	f.write(w, &fl)
+	w.Flush()
+	w = bufio.NewWriter(&fromRecord)
+	f.write(w, &fields{topic: "topic", partition: 3, offset: 42, timestamp: 1234, key: []byte("k"), value: []byte("hello"),
+		headers: []record.Header{{Key: "a", Value: []byte("1")}, {Key: "b"}}})
+	w.Flush()
+	if fromView.String() != fromRecord.String() || fromView.String() != "topic|3|42|k|hello|1234|a=1,b|1|5" {
+		t.Errorf("view prints %q, record prints %q", fromView.String(), fromRecord.String())
 	}
 	for _, bad := range []string{`%`, `\`, `%x`, `\q`, `abc%`, `%s\`} {
 		if _, err := parseFormat(bad); !errors.Is(err, ErrUsage) {
@@ -94,7 +113,8 @@ func FuzzParseFormat(f *testing.F) {
 		}
 		var buf bytes.Buffer
 		w := bufio.NewWriter(&buf)
-		fm.write(w, "t", 0, rec)
+		fl := viewFields("t", 0, &rec)
+		fm.write(w, &fl)
 		w.Flush()
 		if !strings.ContainsAny(s, `%\`) && buf.String() != s {
 			t.Fatalf("literal format %q printed %q", s, buf.String())

@@ -43,6 +43,7 @@ func commands() []command {
 		{"consume", "print a topic's records (kcat-style format)", runConsume},
 		{"dump", "print every batch and record of a partition's segments, with CRC checks", runDump},
 		{"verify", "check every CRC and index of a data directory", runVerify},
+		{"groups", "consumer groups' committed offsets and lag, or reset them (groups reset)", runGroups},
 	}
 }
 

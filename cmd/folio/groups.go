@@ -1,0 +1,484 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/foliolog/folio"
+	"github.com/foliolog/folio/group"
+	"github.com/foliolog/folio/record"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ErrUnknownGroup names a group with no committed offsets.
+var ErrUnknownGroup = errors.New("unknown consumer group")
+
+func runGroups(e env, args []string) error {
+	if len(args) > 0 && args[0] == "reset" {
+		return groupsReset(e, args[1:])
+	}
+	return groupsDescribe(e, args)
+}
+
+// commit is one committed offset as __consumer_offsets holds it.
+type commit struct {
+	offset   int64
+	metadata string
+	at       time.Time
+}
+
+type groupTP struct {
+	group     string
+	topic     string
+	partition int32
+}
+
+// readCommits reads every committed offset from the files of
+// __consumer_offsets, as the coordinator loads them: the records are
+// Kafka's (OffsetCommitKey and OffsetCommitValue, decoded with franz-go's
+// kmsg), the last one of a key wins, and a tombstone deletes it. Records
+// of other kinds (Kafka's group metadata, KIP-848 records) are skipped.
+// A directory without the topic has no commits.
+func readCommits(d *dataDir) (map[groupTP]commit, error) {
+	out := map[groupTP]commit{}
+	in, err := d.topic(group.OffsetsTopic)
+	if errors.Is(err, ErrUnknownTopic) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for p := int32(0); p < in.Config.Partitions; p++ {
+		pv := d.partView(in, p)
+		pb, err := pv.bounds()
+		if err != nil {
+			return nil, err
+		}
+		pr := &partReader{pv: pv}
+		if err := pr.positionAt(pb.Start); err != nil {
+			return nil, err
+		}
+		for !pr.atEnd {
+			err := pr.poll(pollBytes, func(b record.Batch, from int64) (int64, bool, error) {
+				it := b.Records(&record.DecodeOptions{SkipCRC: true})
+				defer it.Close()
+				for it.Next() {
+					r := it.Record()
+					if r.Offset() < from {
+						continue
+					}
+					if err := applyCommitRecord(out, r.Key(), r.Value(), r.ValueIsNull(), r.Timestamp()); err != nil {
+						return from, true, fmt.Errorf("offset %d: %w", r.Offset(), err)
+					}
+				}
+				return b.LastOffset() + 1, false, it.Err()
+			})
+			if err != nil {
+				pr.close()
+				return nil, err
+			}
+		}
+		pr.close()
+	}
+	return out, nil
+}
+
+// applyCommitRecord applies one record of __consumer_offsets to commits.
+func applyCommitRecord(commits map[groupTP]commit, key, value []byte, null bool, ts int64) error {
+	if len(key) < 2 {
+		return fmt.Errorf("%w: a key of %d bytes", ErrCorrupt, len(key))
+	}
+	if v := int16(binary.BigEndian.Uint16(key)); v != 0 && v != 1 {
+		return nil // not an offset commit
+	}
+	var k kmsg.OffsetCommitKey
+	if err := k.ReadFrom(key); err != nil {
+		return fmt.Errorf("%w: offset commit key: %v", ErrCorrupt, err)
+	}
+	gtp := groupTP{k.Group, k.Topic, k.Partition}
+	if null {
+		delete(commits, gtp)
+		return nil
+	}
+	var v kmsg.OffsetCommitValue
+	if err := v.ReadFrom(value); err != nil {
+		return fmt.Errorf("%w: offset commit value: %v", ErrCorrupt, err)
+	}
+	at := time.UnixMilli(v.CommitTimestamp)
+	if v.CommitTimestamp <= 0 {
+		at = time.UnixMilli(ts)
+	}
+	commits[gtp] = commit{offset: v.Offset, metadata: v.Metadata, at: at}
+	return nil
+}
+
+func groupsDescribe(e env, args []string) error {
+	fs, dir := newFlags(e, "groups", "groups [-group G]   |   groups reset -group G -topic T -to earliest|latest|OFFSET|TIME [-partition P] [-dry-run]")
+	only := fs.String("group", "", "describe only this group")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	d, err := openDataDir(*dir)
+	if err != nil {
+		return err
+	}
+	commits, err := readCommits(d)
+	if err != nil {
+		return err
+	}
+	var keys []groupTP
+	for k := range commits {
+		if *only == "" || k.group == *only {
+			keys = append(keys, k)
+		}
+	}
+	if *only != "" && len(keys) == 0 {
+		return fmt.Errorf("%w %q in %s: it has no committed offsets", ErrUnknownGroup, *only, *dir)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		if a.group != b.group {
+			return a.group < b.group
+		}
+		if a.topic != b.topic {
+			return a.topic < b.topic
+		}
+		return a.partition < b.partition
+	})
+	ends := map[groupTP]int64{} // by topic and partition (group "")
+	end := func(topicName string, p int32) (int64, bool, error) {
+		k := groupTP{"", topicName, p}
+		if v, ok := ends[k]; ok {
+			return v, v >= 0, nil
+		}
+		in, err := d.topic(topicName)
+		if errors.Is(err, ErrUnknownTopic) || (err == nil && p >= in.Config.Partitions) {
+			ends[k] = -1
+			return -1, false, nil
+		}
+		if err != nil {
+			return 0, false, err
+		}
+		pb, err := d.partView(in, p).bounds()
+		if err != nil {
+			return 0, false, err
+		}
+		ends[k] = pb.End
+		return pb.End, true, nil
+	}
+	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	if len(keys) > 0 {
+		fmt.Fprintln(w, "GROUP\tTOPIC\tPARTITION\tCOMMITTED\tLOG-END\tLAG\tCOMMITTED-AT\tMETADATA")
+	}
+	for _, k := range keys {
+		c := commits[k]
+		logEnd, lag := "-", "-"
+		n, ok, err := end(k.topic, k.partition)
+		if err != nil {
+			return err
+		}
+		switch {
+		case !ok:
+			lag = "(topic deleted)"
+		case c.offset > n:
+			// Records lost in a power cut under a non-sync policy: the
+			// coordinator clamps such an offset to the log end when it loads.
+			logEnd, lag = strconv.FormatInt(n, 10), "0 (committed beyond the log end)"
+		default:
+			logEnd, lag = strconv.FormatInt(n, 10), strconv.FormatInt(n-c.offset, 10)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", k.group, k.topic, k.partition, c.offset, logEnd, lag,
+			c.at.UTC().Format("2006-01-02T15:04:05.000Z"), printable([]byte(c.metadata)))
+	}
+	return w.Flush()
+}
+
+// resetTarget is where -to moves a partition.
+type resetTarget struct {
+	kind   byte // 'e' earliest, 'l' latest, 'o' offset, 't' time
+	offset int64
+	at     time.Time
+}
+
+func parseResetTarget(s string) (resetTarget, error) {
+	switch s {
+	case "earliest", "beginning":
+		return resetTarget{kind: 'e'}, nil
+	case "latest", "end":
+		return resetTarget{kind: 'l'}, nil
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil && n >= 0 {
+		return resetTarget{kind: 'o', offset: n}, nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return resetTarget{kind: 't', at: t}, nil
+		}
+	}
+	return resetTarget{}, usagef("-to %q: want earliest, latest, an offset, or a time (2006-01-02T15:04:05Z, RFC 3339; without a zone, UTC)", s)
+}
+
+func groupsReset(e env, args []string) (err error) {
+	fs, dir := newFlags(e, "groups reset", "groups reset -group G -topic T -to earliest|latest|OFFSET|TIME [-partition P] [-dry-run]")
+	groupID := fs.String("group", "", "the group whose offsets to move (required; it must have no members)")
+	name := fs.String("topic", "", "the topic (required)")
+	part := fs.Int("partition", -1, "the partition; -1 moves every partition of the topic")
+	to := fs.String("to", "", "earliest, latest, an offset, or a time: the first offset at or after it (required)")
+	dry := fs.Bool("dry-run", false, "print the new offsets without committing them")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	switch {
+	case *groupID == "":
+		return usagef("-group is required")
+	case *name == "":
+		return usagef("-topic is required")
+	case *to == "":
+		return usagef("-to is required")
+	}
+	target, err := parseResetTarget(*to)
+	if err != nil {
+		return err
+	}
+	if err := checkTopicName(*name); err != nil {
+		return err
+	}
+	b, err := openBroker(e, *dir, false)
+	if err != nil {
+		return err
+	}
+	defer closeBroker(b, &err)
+	in, err := b.DescribeTopic(*name)
+	if err != nil {
+		return err
+	}
+	if *part >= len(in.Partitions) {
+		return fmt.Errorf("%w %d: topic %q has partitions 0 to %d", ErrUnknownPartition, *part, in.Name, len(in.Partitions)-1)
+	}
+	coord, err := b.GroupCoordinator()
+	if err != nil {
+		return err
+	}
+	ctx := e.ctx
+	desc, err := coord.DescribeGroups(ctx, []string{*groupID})
+	if err != nil {
+		return err
+	}
+	if len(desc) == 1 && desc[0].State != group.StateEmpty && desc[0].State != group.StateDead {
+		return fmt.Errorf("group %q is %s with %d members: offsets can only be reset while it has none", *groupID, desc[0].State, len(desc[0].Members))
+	}
+	var parts []int32
+	for _, p := range in.Partitions {
+		if *part < 0 || p.Partition == int32(*part) {
+			parts = append(parts, p.Partition)
+		}
+	}
+	old, err := coord.OffsetFetch(ctx, &group.OffsetFetchRequest{Group: *groupID, Topics: []group.OffsetFetchTopic{{Topic: in.Name, Partitions: parts}}})
+	if err != nil {
+		return err
+	}
+	current := map[int32]int64{}
+	for _, t := range old.Topics {
+		for _, p := range t.Partitions {
+			current[p.Partition] = p.Offset
+		}
+	}
+	req := &group.OffsetCommitRequest{Group: *groupID, GenerationID: -1, Topics: []group.OffsetCommitTopic{{Topic: in.Name}}}
+	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "GROUP\tTOPIC\tPARTITION\tOLD\tNEW")
+	for _, pi := range in.Partitions {
+		if *part >= 0 && pi.Partition != int32(*part) {
+			continue
+		}
+		next, err := resolveReset(b, in.Name, pi, target)
+		if err != nil {
+			return err
+		}
+		req.Topics[0].Partitions = append(req.Topics[0].Partitions, group.OffsetCommitPartition{Partition: pi.Partition, Offset: next, LeaderEpoch: -1})
+		was := "-"
+		if o, ok := current[pi.Partition]; ok && o >= 0 {
+			was = strconv.FormatInt(o, 10)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%d\n", *groupID, in.Name, pi.Partition, was, next)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if *dry {
+		return nil
+	}
+	resp, err := coord.OffsetCommit(ctx, req)
+	if err != nil {
+		return err
+	}
+	return resp.Err()
+}
+
+// resolveReset returns the offset target names in a partition.
+func resolveReset(b *folio.Broker, topicName string, p folio.PartitionInfo, target resetTarget) (int64, error) {
+	switch target.kind {
+	case 'e':
+		return p.LogStartOffset, nil
+	case 'l':
+		return p.HighWatermark, nil
+	case 'o':
+		if target.offset < p.LogStartOffset || target.offset > p.HighWatermark {
+			return 0, fmt.Errorf("%s-%d: offset %d is outside the partition's offsets %d to %d", topicName, p.Partition, target.offset, p.LogStartOffset, p.HighWatermark)
+		}
+		return target.offset, nil
+	}
+	l, err := b.Log(topicName, p.Partition)
+	if err != nil {
+		return 0, err
+	}
+	off, ok, err := l.OffsetForTime(target.at)
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		return p.HighWatermark, nil // nothing at or after the time: from the end
+	}
+	return off, nil
+}
+
+// consumeGroup consumes as a member of a consumer group: the Broker's
+// coordinator assigns the member partitions, and the offsets after the
+// records printed are committed every commitEvery and before it exits,
+// always after the output was flushed, so a commit never covers a record
+// that was not written out (at-least-once).
+func consumeGroup(e env, dir, groupID, topicName string, start startSpec, f recordFormat, limit int64, exitAtEnd bool, recheck, commitEvery time.Duration) (err error) {
+	reset := group.ResetEarliest
+	switch start.kind {
+	case 'b':
+	case 'e':
+		reset = group.ResetLatest
+	default:
+		return usagef("-offset with -group is beginning or end (where to start in partitions without a committed offset)")
+	}
+	if err := checkTopicName(topicName); err != nil {
+		return err
+	}
+	b, err := openBroker(e, dir, false)
+	if err != nil {
+		return err
+	}
+	defer closeBroker(b, &err)
+	in, err := b.DescribeTopic(topicName)
+	if err != nil {
+		return err
+	}
+	gc, err := b.JoinGroup(e.ctx, groupID, []string{in.Name}, &folio.GroupOptions{Reset: reset, DisableAutoCommit: true})
+	if err != nil {
+		if e.ctx.Err() != nil {
+			return nil // interrupted while joining: nothing printed, nothing to commit
+		}
+		return err
+	}
+	m := &groupPrinter{
+		printer:   printer{w: bufio.NewWriterSize(e.stdout, 64<<10), format: f, topic: in.Name, limit: limit},
+		gc:        gc,
+		positions: map[folio.TopicPartition]int64{},
+	}
+	loopErr := m.loop(e.ctx, exitAtEnd, recheck, commitEvery)
+	// Commit what was printed, with a context of its own: the command's
+	// may have ended (SIGINT), and the commit must still happen.
+	cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	commitErr := m.commit(cctx)
+	closeErr := gc.Close()
+	return errors.Join(loopErr, commitErr, closeErr)
+}
+
+// groupPrinter prints a group member's records and tracks what to commit.
+type groupPrinter struct {
+	printer
+	gc *folio.GroupConsumer
+	// positions holds, per partition, the offset after the last record
+	// printed; committed is what was last committed of it.
+	positions, committed map[folio.TopicPartition]int64
+}
+
+func (m *groupPrinter) loop(ctx context.Context, exitAtEnd bool, recheck, commitEvery time.Duration) error {
+	lastCommit := time.Now()
+	for !m.done() {
+		pctx, cancel := context.WithTimeout(ctx, recheck)
+		recs, err := m.gc.Poll(pctx)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return nil // interrupted: what was printed is committed on the way out
+		case errors.Is(err, context.DeadlineExceeded):
+			// Nothing arrived within recheck: at the end of what is written.
+			if exitAtEnd && m.caughtUp() {
+				return nil
+			}
+			if err := m.w.Flush(); err != nil {
+				return fmt.Errorf("writing the output: %w", err)
+			}
+		case err != nil:
+			return err
+		}
+		for _, r := range recs {
+			fl := fields{topic: r.Topic, partition: r.Partition, offset: r.Offset, timestamp: r.Timestamp.UnixMilli(),
+				key: r.Key, value: r.Value, headers: r.Headers}
+			m.format.write(m.w, &fl)
+			m.printed++
+			m.positions[folio.TopicPartition{Topic: r.Topic, Partition: r.Partition}] = r.Offset + 1
+			if m.done() {
+				break
+			}
+		}
+		if time.Since(lastCommit) >= commitEvery {
+			if err := m.commit(ctx); err != nil {
+				return err
+			}
+			lastCommit = time.Now()
+		}
+	}
+	return nil
+}
+
+// caughtUp reports whether the member has read everything written to the
+// partitions it owns.
+func (m *groupPrinter) caughtUp() bool {
+	for _, tp := range m.gc.Assignment() {
+		if lag, err := m.gc.Lag(tp.Topic, tp.Partition); err != nil || lag > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// commit flushes the output, then commits the positions after the records
+// in it that are not committed yet.
+func (m *groupPrinter) commit(ctx context.Context) error {
+	if err := m.w.Flush(); err != nil {
+		return fmt.Errorf("writing the output: %w", err)
+	}
+	if m.committed == nil {
+		m.committed = map[folio.TopicPartition]int64{}
+	}
+	todo := map[folio.TopicPartition]int64{}
+	for tp, off := range m.positions {
+		if m.committed[tp] != off {
+			todo[tp] = off
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	if err := m.gc.CommitOffsets(ctx, todo); err != nil {
+		return fmt.Errorf("committing offsets of group %q: %w", m.gc.Group(), err)
+	}
+	for tp, off := range todo {
+		m.committed[tp] = off
+	}
+	return nil
+}

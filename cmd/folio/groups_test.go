@@ -1,0 +1,291 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/foliolog/folio"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// groupRows parses `folio groups` output into committed offset and lag per
+// "topic/partition" of one group.
+func groupRows(t *testing.T, out, groupID string) map[string][2]string {
+	t.Helper()
+	rows := map[string][2]string{}
+	for _, l := range lines(out)[min(1, len(lines(out))):] {
+		f := strings.Fields(l)
+		if len(f) < 6 {
+			t.Fatalf("groups line %q", l)
+		}
+		if f[0] == groupID {
+			rows[f[1]+"/"+f[2]] = [2]string{f[3], f[5]}
+		}
+	}
+	return rows
+}
+
+func produceKeyed(t *testing.T, dir, topicName string, n int) {
+	t.Helper()
+	var in strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&in, "key-%d:r%d\n", i, i)
+	}
+	ok(t, in.String(), "produce", "-dir", dir, "-topic", topicName, "-K", ":")
+}
+
+// TestConsumeGroup: a group member prints records and commits exactly what
+// it printed; the next member of the group continues from there, so the
+// two runs together print every record once. groups shows the commits and
+// the lag, read-only.
+func TestConsumeGroup(t *testing.T) {
+	dir := t.TempDir()
+	ok(t, "", "topics", "create", "-dir", dir, "-topic", "orders", "-partitions", "3")
+	produceKeyed(t, dir, "orders", 100)
+	if out := ok(t, "", "groups", "-dir", dir); out != "" {
+		t.Errorf("groups before any commit: %q", out)
+	}
+
+	first := ok(t, "", "consume", "-dir", dir, "-topic", "orders", "-group", "billing", "-e", "-n", "40", "-f", `%p %o %s\n`)
+	if n := len(lines(first)); n != 40 {
+		t.Fatalf("-n 40 printed %d records", n)
+	}
+	printed := map[string]int64{} // partition -> offset after the last printed
+	for _, l := range lines(first) {
+		f := strings.Fields(l)
+		o, _ := strconv.ParseInt(f[1], 10, 64)
+		printed[f[0]] = max(printed[f[0]], o+1)
+	}
+	rows := groupRows(t, ok(t, "", "groups", "-dir", dir, "-group", "billing"), "billing")
+	for p, next := range printed {
+		if got := rows["orders/"+p][0]; got != strconv.FormatInt(next, 10) {
+			t.Errorf("partition %s: committed %s, printed up to %d", p, got, next-1)
+		}
+	}
+
+	second := ok(t, "", "consume", "-dir", dir, "-topic", "orders", "-group", "billing", "-e", "-f", `%p %o %s\n`)
+	all := append(lines(first), lines(second)...)
+	var values []string
+	for _, l := range all {
+		values = append(values, strings.Fields(l)[2])
+	}
+	sort.Strings(values)
+	var want []string
+	for i := 0; i < 100; i++ {
+		want = append(want, "r"+strconv.Itoa(i))
+	}
+	sort.Strings(want)
+	if strings.Join(values, ",") != strings.Join(want, ",") {
+		t.Errorf("the two members printed %d records; want each of 100 once", len(values))
+	}
+	rows = groupRows(t, ok(t, "", "groups", "-dir", dir), "billing")
+	if len(rows) != 3 {
+		t.Errorf("groups shows %d partitions, want 3: %v", len(rows), rows)
+	}
+	for tp, r := range rows {
+		if r[1] != "0" {
+			t.Errorf("%s: lag %s after reading everything", tp, r[1])
+		}
+	}
+	// Another group starts from the beginning and gets everything again
+	// (pub/sub); -offset end starts a new group at the end instead.
+	if got := ok(t, "", "consume", "-dir", dir, "-topic", "orders", "-group", "audit", "-e"); len(lines(got)) != 100 {
+		t.Errorf("a second group printed %d records", len(lines(got)))
+	}
+	if got := ok(t, "", "consume", "-dir", dir, "-topic", "orders", "-group", "latecomer", "-offset", "end", "-e"); got != "" {
+		t.Errorf("a new group at the end printed %q", got)
+	}
+}
+
+// TestConsumeGroupInterrupted: a following member stopped by SIGINT commits
+// what it printed before it exits.
+func TestConsumeGroupInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	ok(t, "", "topics", "create", "-dir", dir, "-topic", "t")
+	produceKeyed(t, dir, "t", 10)
+	cmd := exec.Command(folioBin, "consume", "-dir", dir, "-topic", "t", "-group", "g", "-f", `%o\n`, "-commit-interval", "1h")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(out)
+	for i := 0; i < 10; i++ {
+		if _, err := readLineTimeout(r, 30*time.Second); err != nil {
+			t.Fatalf("record %d: %v; stderr %s", i, err, stderr.String())
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("after SIGINT: %v; stderr %s", err, stderr.String())
+	}
+	rows := groupRows(t, ok(t, "", "groups", "-dir", dir, "-group", "g"), "g")
+	if rows["t/0"] != [2]string{"10", "0"} {
+		t.Errorf("after SIGINT the group committed %v, want offset 10, lag 0", rows["t/0"])
+	}
+}
+
+func TestGroupsReset(t *testing.T) {
+	dir := t.TempDir()
+	b, err := folio.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.CreateTopic("t", folio.TopicConfig{Partitions: 2}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := b.NewProducer(&folio.ProducerOptions{ManualPartitioning: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	early, late := time.UnixMilli(1_600_000_000_000), time.UnixMilli(1_700_000_000_000)
+	for i := 0; i < 10; i++ {
+		ts := early
+		if i >= 6 {
+			ts = late
+		}
+		for part := int32(0); part < 2; part++ {
+			rec := &folio.Record{Topic: "t", Partition: part, Value: []byte(fmt.Sprintf("p%d-%d", part, i)), Timestamp: ts}
+			if _, _, err := p.Produce(context.Background(), rec); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	p.Close()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ok(t, "", "consume", "-dir", dir, "-topic", "t", "-group", "g", "-e")
+	committed := func() map[string][2]string {
+		return groupRows(t, ok(t, "", "groups", "-dir", dir, "-group", "g"), "g")
+	}
+	if c := committed(); c["t/0"][0] != "10" || c["t/1"][0] != "10" {
+		t.Fatalf("after reading all: %v", c)
+	}
+
+	// -dry-run shows the plan and changes nothing.
+	plan := ok(t, "", "groups", "reset", "-dir", dir, "-group", "g", "-topic", "t", "-to", "earliest", "-dry-run")
+	if !regexp.MustCompile(`(?m)^g\s+t\s+0\s+10\s+0$`).MatchString(plan) || !regexp.MustCompile(`(?m)^g\s+t\s+1\s+10\s+0$`).MatchString(plan) {
+		t.Errorf("dry-run plan:\n%s", plan)
+	}
+	if c := committed(); c["t/0"][0] != "10" {
+		t.Errorf("-dry-run changed the offsets: %v", c)
+	}
+
+	cases := []struct {
+		args   []string
+		p0, p1 string
+		read   int
+	}{
+		{[]string{"-to", "earliest"}, "0", "0", 20},
+		{[]string{"-to", "latest"}, "10", "10", 0},
+		{[]string{"-to", "7", "-partition", "1"}, "10", "7", 3},
+		{[]string{"-to", late.UTC().Format(time.RFC3339)}, "6", "6", 8},
+		{[]string{"-to", early.Add(-time.Hour).UTC().Format("2006-01-02T15:04:05")}, "0", "0", 20},
+		{[]string{"-to", "2030-01-01"}, "10", "10", 0}, // nothing at or after it: the end
+	}
+	for _, c := range cases {
+		ok(t, "", append([]string{"groups", "reset", "-dir", dir, "-group", "g", "-topic", "t"}, c.args...)...)
+		if got := committed(); got["t/0"][0] != c.p0 || got["t/1"][0] != c.p1 {
+			t.Errorf("reset %v: committed %v, want %s and %s", c.args, got, c.p0, c.p1)
+		}
+		if out := ok(t, "", "consume", "-dir", dir, "-topic", "t", "-group", "g", "-e"); len(lines(out)) != c.read {
+			t.Errorf("after reset %v the member read %d records, want %d", c.args, len(lines(out)), c.read)
+		}
+	}
+	fails(t, 1, []string{"offset 11", "0 to 10"}, "", "groups", "reset", "-dir", dir, "-group", "g", "-topic", "t", "-to", "11")
+	fails(t, 2, []string{`"soon"`}, "", "groups", "reset", "-dir", dir, "-group", "g", "-topic", "t", "-to", "soon")
+	fails(t, 2, []string{"-to is required"}, "", "groups", "reset", "-dir", dir, "-group", "g", "-topic", "t")
+	fails(t, 2, []string{"-group is required"}, "", "groups", "reset", "-dir", dir, "-topic", "t", "-to", "earliest")
+	fails(t, 1, []string{"unknown topic"}, "", "groups", "reset", "-dir", dir, "-group", "g", "-topic", "nope", "-to", "earliest")
+	fails(t, 1, []string{"partition 5"}, "", "groups", "reset", "-dir", dir, "-group", "g", "-topic", "t", "-to", "earliest", "-partition", "5")
+	fails(t, 1, []string{`unknown consumer group "nope"`}, "", "groups", "-dir", dir, "-group", "nope")
+	fails(t, 2, []string{"-partition and -group"}, "", "consume", "-dir", dir, "-topic", "t", "-group", "g", "-partition", "0")
+	fails(t, 2, []string{"-offset with -group"}, "", "consume", "-dir", dir, "-topic", "t", "-group", "g", "-offset", "3")
+}
+
+// TestGroupsBesideApplication: groups reads the commits of an application
+// that holds the directory; consume -group and groups reset, which take
+// the lock, fail naming it.
+func TestGroupsBesideApplication(t *testing.T) {
+	dir := t.TempDir()
+	b, err := folio.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := b.CreateTopic("t", folio.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := b.NewProducer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		if _, _, err := p.Produce(context.Background(), &folio.Record{Topic: "t", Value: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	gc, err := b.JoinGroup(ctx, "app", []string{"t"}, &folio.GroupOptions{DisableAutoCommit: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gc.Close()
+	if err := gc.CommitOffsets(ctx, map[folio.TopicPartition]int64{{Topic: "t", Partition: 0}: 3}); err != nil {
+		t.Fatal(err)
+	}
+	rows := groupRows(t, ok(t, "", "groups", "-dir", dir), "app")
+	if rows["t/0"] != [2]string{"3", "2"} {
+		t.Errorf("groups beside the application: %v, want committed 3, lag 2", rows)
+	}
+	holder := fmt.Sprintf("pid=%d", os.Getpid())
+	fails(t, 1, []string{"locked", holder}, "", "consume", "-dir", dir, "-topic", "t", "-group", "app", "-e")
+	fails(t, 1, []string{"locked", holder}, "", "groups", "reset", "-dir", dir, "-group", "app", "-topic", "t", "-to", "earliest")
+}
+
+// FuzzApplyCommitRecord: no record of __consumer_offsets panics the
+// decoder; a commit it accepts is found under its key, a tombstone removes it.
+func FuzzApplyCommitRecord(f *testing.F) {
+	k := kmsg.OffsetCommitKey{Version: 1, Group: "g", Topic: "t", Partition: 3}
+	v := kmsg.OffsetCommitValue{Version: 3, Offset: 42, LeaderEpoch: -1, Metadata: "m", CommitTimestamp: 1000}
+	f.Add(k.AppendTo(nil), v.AppendTo(nil), false)
+	f.Add(k.AppendTo(nil), []byte(nil), true)
+	f.Add([]byte{0, 2, 0, 1, 'g'}, []byte{0, 3}, false) // group metadata: skipped
+	f.Add([]byte{0}, []byte{}, false)
+	f.Fuzz(func(t *testing.T, key, value []byte, null bool) {
+		commits := map[groupTP]commit{{group: "other", topic: "x"}: {offset: 1}}
+		if err := applyCommitRecord(commits, key, value, null, 5); err != nil {
+			return
+		}
+		var dk kmsg.OffsetCommitKey
+		if len(key) < 2 || (key[0] != 0 || key[1] > 1) || dk.ReadFrom(key) != nil {
+			if len(commits) != 1 {
+				t.Fatalf("a record that is not a commit changed the commits: %v", commits)
+			}
+			return
+		}
+		c, found := commits[groupTP{dk.Group, dk.Topic, dk.Partition}]
+		if null == found {
+			t.Fatalf("null %v, found %v (%+v)", null, found, c)
+		}
+	})
+}
