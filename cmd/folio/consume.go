@@ -78,6 +78,9 @@ func runConsume(e env, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if err := checkPartitionFlag(*part); err != nil {
+		return err
+	}
 	if *name == "" {
 		return usagef("-topic is required")
 	}

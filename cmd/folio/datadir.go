@@ -129,8 +129,17 @@ func checkTopicName(name string) error {
 	return topic.ValidateName(name)
 }
 
+// checkPartitionFlag refuses a -partition that is neither -1 (all) nor a
+// partition number.
+func checkPartitionFlag(p int) error {
+	if p < -1 || p > topic.MaxPartitions {
+		return usagef("-partition %d: want a partition number, or -1 for all", p)
+	}
+	return nil
+}
+
 // partitions returns the partitions a command names: all of the topic's
-// when p is negative.
+// when p is -1.
 func partitions(in topic.Info, p int32) ([]int32, error) {
 	if p >= in.Config.Partitions {
 		return nil, fmt.Errorf("%w %d: topic %q has partitions 0 to %d", ErrUnknownPartition, p, in.Name, in.Config.Partitions-1)

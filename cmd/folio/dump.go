@@ -22,6 +22,9 @@ func runDump(e env, args []string) (err error) {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if err := checkPartitionFlag(*part); err != nil {
+		return err
+	}
 	w := bufio.NewWriterSize(e.stdout, 64<<10)
 	defer func() {
 		if ferr := w.Flush(); err == nil && ferr != nil {

@@ -243,6 +243,9 @@ func groupsReset(e env, args []string) (err error) {
 	case *to == "":
 		return usagef("-to is required")
 	}
+	if err := checkPartitionFlag(*part); err != nil {
+		return err
+	}
 	target, err := parseResetTarget(*to)
 	if err != nil {
 		return err

@@ -27,6 +27,9 @@ func runProduce(e env, args []string) (err error) {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if err := checkPartitionFlag(*part); err != nil {
+		return err
+	}
 	if *name == "" {
 		return usagef("-topic is required")
 	}

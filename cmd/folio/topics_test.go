@@ -109,6 +109,8 @@ func TestBadInput(t *testing.T) {
 		{"consume bad name", []string{"consume", "-dir", dir, "-topic", "no way", "-e"}, 1, []string{"invalid topic name"}},
 		{"consume without topic", []string{"consume", "-dir", dir}, 2, []string{"-topic is required"}},
 		{"consume bad partition", []string{"consume", "-dir", dir, "-topic", "t", "-partition", "2", "-e"}, 1, []string{"partition 2", "0 to 1"}},
+		{"consume negative partition", []string{"consume", "-dir", dir, "-topic", "t", "-partition", "-2", "-e"}, 2, []string{"-partition -2"}},
+		{"dump huge partition", []string{"dump", "-dir", dir, "-topic", "t", "-partition", "5000000000"}, 2, []string{"-partition 5000000000"}},
 		{"consume bad offset", []string{"consume", "-dir", dir, "-topic", "t", "-offset", "middle"}, 2, []string{`"middle"`}},
 		{"consume offset past end", []string{"consume", "-dir", dir, "-topic", "t", "-offset", "5", "-e"}, 1, []string{"offset 5", "past the end"}},
 		{"consume bad format", []string{"consume", "-dir", dir, "-topic", "t", "-f", "%q"}, 2, []string{"%q"}},
