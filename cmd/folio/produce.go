@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/foliolog/folio"
+	"github.com/foliolog/folio/topic"
 )
 
 // reportQueue is how many acknowledgements may wait for the -report writer
@@ -33,8 +34,8 @@ func runProduce(e env, args []string) (err error) {
 	if *name == "" {
 		return usagef("-topic is required")
 	}
-	if err := checkTopicName(*name); err != nil {
-		return err
+	if err := topic.ValidateName(*name); err != nil {
+		return err // internal topics (__consumer_offsets) hold Folio's own records
 	}
 	keyDelim := []byte(unescapeDelim(*delim))
 	if *delim != "" && len(keyDelim) == 0 {

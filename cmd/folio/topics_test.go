@@ -118,6 +118,7 @@ func TestBadInput(t *testing.T) {
 		{"consume negative count", []string{"consume", "-dir", dir, "-topic", "t", "-n", "-1"}, 2, []string{"-n -1"}},
 		{"produce without topic", []string{"produce", "-dir", dir}, 2, []string{"-topic is required"}},
 		{"produce bad name", []string{"produce", "-dir", dir, "-topic", "a*b"}, 1, []string{"invalid topic name"}},
+		{"produce to an internal topic", []string{"produce", "-dir", dir, "-topic", "__consumer_offsets"}, 1, []string{"reserved"}},
 		{"produce bad partition", []string{"produce", "-dir", dir, "-topic", "t", "-partition", "7"}, 1, []string{"partition 7"}},
 		{"dump without topic", []string{"dump", "-dir", dir}, 2, []string{"-topic or -file"}},
 		{"dump unknown topic", []string{"dump", "-dir", dir, "-topic", "nope"}, 1, []string{`unknown topic "nope"`}},
