@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -493,9 +494,19 @@ func (pp *prodPart) add(rec *Record, cb func(*Record, error), size int64) error 
 	now := pp.pr.b.opts.Now
 	r := record.Record{Key: rec.Key, Value: rec.Value, Headers: rec.Headers, Timestamp: rec.timestampMillis(now)}
 	pp.mu.Lock()
-	defer pp.mu.Unlock()
+	lagging := false
+	defer func() {
+		pp.mu.Unlock()
+		if lagging {
+			// Producing goroutines that never block can keep every P busy
+			// and starve the sender until the memory cap stops them; give
+			// it the processor instead, while full batches queue up.
+			runtime.Gosched()
+		}
+	}()
 	if pp.cur != nil && pp.cur.bld.Len() > 0 && pp.cur.bld.Size()+aloneBatchSize(rec)-record.HeaderSize > pp.limit {
 		pp.sealLocked()
+		lagging = pp.sending && len(pp.ready) >= lagBatches
 	}
 	if pp.cur == nil {
 		bld, err := getBuilder(pp.codec)
@@ -512,6 +523,10 @@ func (pp *prodPart) add(rec *Record, cb func(*Record, error), size int64) error 
 	pp.scheduleLocked()
 	return nil
 }
+
+// lagBatches is how many full batches may wait for a busy sender before a
+// producing goroutine yields to it.
+const lagBatches = 2
 
 // sealLocked moves the open batch to the ready list, and moves unkeyed
 // records to another partition as Kafka's sticky partitioner does when a
