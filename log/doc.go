@@ -17,7 +17,8 @@
 //
 // Readers work on an immutable snapshot: a copy-on-write clone of the btree
 // and the log start offset, published atomically by each roll, deletion and
-// truncation. Read, OffsetForTime and Wait take no lock the appender holds.
+// truncation. Read, OffsetForTime, Wait and WaitChan take no lock the
+// appender holds.
 //
 // Four offsets describe a log:
 //   - log start offset: the first offset served; retention and
@@ -97,6 +98,33 @@
 // A ResourceCaps, shared by all logs of a process, bounds how many sealed
 // segments hold descriptors and mappings; the least recently used idle ones
 // are closed again. Active segments always hold theirs.
+//
+// # Reading beside a writer
+//
+// Options.ReadOnly opens a log for reading only, for tools that read a
+// directory while its writer, in another process, holds it (the data
+// directory's owner takes the lock; the log takes none). A read-only log
+// changes nothing: it opens files O_RDONLY, never recovers, cuts, creates,
+// renames or removes a file, never calls BeforeFirstWrite and starts no
+// goroutine. It reads the indexes with pread rather than through the index
+// package (whose check would rebuild the writer's active index: its
+// preallocated tail is zeroed) and uses an entry only after checking it
+// against the .log, so a zeroed tail or a damaged entry costs a longer
+// scan, never a wrong answer. Its end is the last complete batch of the
+// last segment that passes recovery's checks (CRC included), scanning from
+// the last index entry: a batch the writer is still writing becomes
+// visible once it is whole, a torn tail never.
+//
+// A reader sees the files as of Open or its last Refresh, which lists the
+// segments again and finds the last one's end again. Nothing tells one
+// process of another's appends: a consumer that follows a live writer
+// calls Refresh at an interval, and Wait and WaitChan wake when a Refresh
+// moves the end. The reader's high watermark is the end of the valid
+// batches whatever the writer's policy: it can see records the writer has
+// not fsynced, so not yet acknowledged under FlushSync, and that a power
+// cut may take back. A truncation by the writer (replication) can cut a
+// file under a reader; as for any file cut from outside, touch mapped
+// bytes inside readpath.Guard, or use the sendfile read path.
 //
 // # Caveats
 //

@@ -120,8 +120,21 @@ func (l *Log) Refresh() error {
 }
 
 // refreshLocked lists the directory and publishes a new view. refreshMu
-// must be held.
+// must be held. A file the writer removed between the listing and the
+// look at it (a truncation that restarted the log, say) is a race, not an
+// error: the next listing shows the new state, so it lists again a few
+// times before giving up.
 func (l *Log) refreshLocked() error {
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if err = l.refreshOnce(); !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+	}
+	return err
+}
+
+func (l *Log) refreshOnce() error {
 	old := l.ro.view.Load()
 	bases, err := l.listBases()
 	if err != nil {

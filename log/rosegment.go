@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"sort"
 	"sync"
 	"sync/atomic"
 
@@ -305,7 +306,9 @@ func (s *roSeg) lookupOffset(f *roFiles, sc *roScan, offset int64) (index.Offset
 		return index.OffsetEntry{}, false, nil
 	}
 	rel := uint32(max(offset-s.base, 0))
-	below := func(e []byte) bool { return binary.BigEndian.Uint32(e[:4]) <= rel }
+	below := func(e []byte) bool {
+		return binary.BigEndian.Uint32(e[:4]) <= rel && int64(binary.BigEndian.Uint32(e[4:])) < sc.limit
+	}
 	i, err := searchEntries(f.off, index.OffsetEntrySize, below)
 	if err != nil {
 		return index.OffsetEntry{}, false, fmt.Errorf("log: read %s: %w", s.offPath, err)
@@ -408,16 +411,18 @@ func (s *roSeg) timeStart(f *roFiles, sc *roScan, ts int64) (int64, error) {
 // records; valid ones hold strictly increasing keys, so below holds for a
 // prefix of them. All-zero entries, what a live writer's preallocated tail
 // holds, count as above every key, as do entries past the file's end (a
-// seal may trim the file meanwhile): both come after the valid ones. Only
-// ~log2(entries) of them are read.
+// seal may trim the file meanwhile): both come after the valid ones. The
+// search narrows the range with one pread per step until it fits a block,
+// then reads that block at once: about log2(entries/searchBlock)+1 reads.
 func searchEntries(f vfs.File, size int, below func(e []byte) bool) (int64, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return -1, err
 	}
+	// Entries below lo satisfy the predicate, entries from hi on do not.
+	lo, hi := int64(0), fi.Size()/int64(size)
 	buf := make([]byte, size)
-	lo, hi := int64(0), fi.Size()/int64(size) // answer in [lo-1, hi-1]
-	for lo < hi {
+	for hi-lo > searchBlock {
 		mid := lo + (hi-lo)/2
 		ok, err := readEntry(f, size, mid, buf)
 		if err != nil {
@@ -429,7 +434,29 @@ func searchEntries(f vfs.File, size int, below func(e []byte) bool) (int64, erro
 			hi = mid
 		}
 	}
-	return lo - 1, nil
+	block := make([]byte, (hi-lo)*int64(size))
+	n, err := f.ReadAt(block, lo*int64(size))
+	if n < len(block) && err != nil && !errors.Is(err, io.EOF) {
+		return -1, err
+	}
+	k := sort.Search(n/size, func(k int) bool {
+		e := block[k*size : (k+1)*size]
+		return !nonZero(e) || !below(e)
+	})
+	return lo + int64(k) - 1, nil
+}
+
+// searchBlock is how many index entries searchEntries reads at once when
+// the range it searches is that small: 4 KiB of offset entries.
+const searchBlock = 512
+
+func nonZero(e []byte) bool {
+	for _, c := range e {
+		if c != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // readEntry reads entry i of an index file into buf and reports whether it
@@ -442,12 +469,7 @@ func readEntry(f vfs.File, size int, i int64, buf []byte) (bool, error) {
 		}
 		return false, err
 	}
-	for _, c := range buf[:size] {
-		if c != 0 {
-			return true, nil
-		}
-	}
-	return false, nil
+	return nonZero(buf[:size]), nil
 }
 
 // findEnd finds the end of the valid batches of the last segment, whose
@@ -460,12 +482,14 @@ func (s *roSeg) findEnd(f *roFiles, size int64) (roEnd, error) {
 	f.hint.Store(nil) // a fresh look: what was read before may be gone
 	if f.off != nil {
 		sc := s.newScan(f, size)
-		any := func([]byte) bool { return true }
-		i, err := searchEntries(f.off, index.OffsetEntrySize, any)
+		// The last entry that points into the file: after a cut (the
+		// writer truncated) later entries point past its end.
+		inFile := func(e []byte) bool { return int64(binary.BigEndian.Uint32(e[4:])) < size }
+		i, err := searchEntries(f.off, index.OffsetEntrySize, inFile)
 		var e index.OffsetEntry
 		var ok bool
 		if err == nil {
-			e, ok, err = s.checkedOffsetEntry(f, &sc, i, any)
+			e, ok, err = s.checkedOffsetEntry(f, &sc, i, inFile)
 		}
 		sc.free()
 		if err != nil {
