@@ -99,7 +99,7 @@ func (pv *partView) segmentEnd(base int64) (int64, error) {
 	}
 	defer lf.Close()
 	end := base
-	if entries, _, err := readOffsetIndex(segment.IndexPath(pv.dir, base), base); err == nil && len(entries) > 0 {
+	if entries, err := readOffsetIndex(segment.IndexPath(pv.dir, base), base); err == nil && len(entries) > 0 {
 		if e := entries[len(entries)-1]; seekChecked(lf, e) {
 			end = e.Offset + 1
 		}
@@ -181,7 +181,7 @@ func (pr *partReader) open(base, offset int64) error {
 		return err
 	}
 	if offset > base {
-		if entries, _, err := readOffsetIndex(segment.IndexPath(pr.pv.dir, base), base); err == nil {
+		if entries, err := readOffsetIndex(segment.IndexPath(pr.pv.dir, base), base); err == nil {
 			// An entry names a batch's last offset, so the batch after the
 			// entry at or below offset-1 is the first that can hold offset.
 			if e, ok := lookupOffset(entries, offset-1); ok && seekChecked(lf, e) {
