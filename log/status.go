@@ -57,8 +57,12 @@ var fsyncBounds = [...]time.Duration{
 	time.Second,
 }
 
-// FsyncBucketCount is the number of buckets in FsyncStats.Buckets.
-const FsyncBucketCount = len(fsyncBounds) + 1
+// FsyncBucketCount is the number of buckets in FsyncStats.Buckets: one per
+// bound of FsyncBucketBound and one for the slower rest.
+const FsyncBucketCount = 15
+
+// One bucket per bound and one more, checked at compile time.
+var _ = [1]struct{}{}[FsyncBucketCount-len(fsyncBounds)-1]
 
 // FsyncBucketBound returns the upper bound of bucket i of
 // FsyncStats.Buckets: 50µs, 100µs, 250µs, 500µs, 1ms, 2.5ms, 5ms, 10ms,
