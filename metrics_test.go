@@ -130,3 +130,20 @@ func TestMetricsAndStats(t *testing.T) {
 	}
 	fs.SetHook(nil)
 }
+
+// TestStatsGroups: Stats carries the group coordinator's counters.
+func TestStatsGroups(t *testing.T) {
+	b := openT(t, t.TempDir(), nil)
+	if st := b.Stats(); st.Groups.Groups != 0 || st.Groups.Members != 0 {
+		t.Fatalf("group stats before any group: %+v", st.Groups)
+	}
+	createTopicT(t, b, "t", TopicConfig{Flush: FlushNone})
+	gc, err := b.JoinGroup(context.Background(), "g", []string{"t"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gc.Close()
+	if st := b.Stats(); st.Groups.Groups != 1 || st.Groups.Members != 1 || st.Groups.Rebalances < 1 {
+		t.Fatalf("group stats with one member: %+v", st.Groups)
+	}
+}

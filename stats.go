@@ -4,6 +4,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/foliolog/folio/group"
 	"github.com/foliolog/folio/internal/readpath"
 )
 
@@ -36,6 +37,11 @@ type Stats struct {
 	// the last one was (zero if none yet).
 	Checkpoints    int64
 	LastCheckpoint time.Time
+
+	// Groups are the consumer-group coordinator's counters (all zero before
+	// the first group call of a Broker without an offsets topic). Per group
+	// and partition lag: GroupLag.
+	Groups group.Stats
 }
 
 // PartitionStats describes one partition.
@@ -81,7 +87,7 @@ type ConsumerLag struct {
 
 // Stats returns a snapshot of the Broker's state.
 func (b *Broker) Stats() Stats {
-	st := Stats{Dir: b.dir, ReadOnly: b.readOnly}
+	st := Stats{Dir: b.dir, ReadOnly: b.readOnly, Groups: b.GroupStats()}
 	st.OpenFiles, st.Mappings = readpath.Stats()
 	cs := b.caps.Stats()
 	st.OpenSealedSegments, st.MaxOpenSegments, st.Evictions = cs.OpenSegments, cs.MaxOpenSegments, cs.Evictions
