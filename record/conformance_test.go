@@ -224,6 +224,18 @@ func TestConformanceFolioToFranz(t *testing.T) {
 					rb.LastOffsetDelta != int32(len(tc.recs)-1) || int(rb.NumRecords) != len(tc.recs) {
 					t.Fatalf("kmsg header %+v differs from what was built", rb)
 				}
+				// The batch's base timestamp is the first record's and its
+				// max timestamp the largest one's, or the append time.
+				wantMax := tc.recs[0].Timestamp
+				for _, r := range tc.recs {
+					wantMax = max(wantMax, r.Timestamp)
+				}
+				if f.appendTime != nil {
+					wantMax = *f.appendTime
+				}
+				if rb.FirstTimestamp != tc.recs[0].Timestamp || rb.MaxTimestamp != wantMax {
+					t.Fatalf("kmsg timestamps first %d max %d, want %d %d", rb.FirstTimestamp, rb.MaxTimestamp, tc.recs[0].Timestamp, wantMax)
+				}
 				for i, kr := range krecs {
 					want := &tc.recs[i]
 					// Kafka's rule: a log-append-time batch's records all
