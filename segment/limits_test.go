@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/foliolog/folio/record"
@@ -123,5 +124,29 @@ func TestOversizedLogRefused(t *testing.T) {
 	}
 	if n, err := s.NextOffset(); err != nil || n != 0 {
 		t.Fatalf("after Recover: NextOffset %d, %v", n, err)
+	}
+}
+
+// Every bad Options field is refused with an error that names it.
+func TestOptionsErrorsNameTheField(t *testing.T) {
+	for _, tc := range []struct {
+		opts  Options
+		field string
+	}{
+		{Options{IndexIntervalBytes: -1}, "Options.IndexIntervalBytes"},
+		{Options{MaxIndexBytes: 8}, "Options.MaxIndexBytes"},
+		{Options{MaxBatchBytes: 60}, "Options.MaxBatchBytes"},
+		{Options{MaxSegmentBytes: MaxSegmentBytesLimit + 1}, "Options.MaxSegmentBytes"},
+		{Options{MaxSegmentBytes: 10}, "Options.MaxSegmentBytes"},
+		{Options{MaxBatchBytes: 1 << 20, MaxSegmentBytes: 1 << 19}, "Options.MaxBatchBytes"},
+		{Options{ReadPath: 9}, "Options.ReadPath"},
+	} {
+		_, err := Create(testFS, segDir(t), 0, &tc.opts)
+		if err == nil || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("Options %+v: %v, want an error naming %s", tc.opts, err, tc.field)
+		}
+		if _, err := Open(testFS, segDir(t), 0, &tc.opts); err == nil || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("Open with Options %+v: %v, want an error naming %s", tc.opts, err, tc.field)
+		}
 	}
 }

@@ -77,10 +77,13 @@ func (o *Options) validate() error {
 	case o.MaxIndexBytes < 12:
 		// 12 bytes is one time-index entry, the larger of the two.
 		return fmt.Errorf("segment: Options.MaxIndexBytes %d holds no index entry (need at least 12)", o.MaxIndexBytes)
-	case o.MaxBatchBytes < record.HeaderSize:
-		return fmt.Errorf("segment: Options.MaxBatchBytes %d is below the batch header size %d", o.MaxBatchBytes, record.HeaderSize)
+	// MaxSegmentBytes before MaxBatchBytes: a zero MaxBatchBytes defaults
+	// to at most MaxSegmentBytes, so a bad segment size would otherwise be
+	// blamed on the batch limit the caller never set.
 	case o.MaxSegmentBytes < int64(record.HeaderSize) || o.MaxSegmentBytes > MaxSegmentBytesLimit:
 		return fmt.Errorf("segment: Options.MaxSegmentBytes %d is outside [%d, %d]", o.MaxSegmentBytes, record.HeaderSize, MaxSegmentBytesLimit)
+	case o.MaxBatchBytes < record.HeaderSize:
+		return fmt.Errorf("segment: Options.MaxBatchBytes %d is below the batch header size %d", o.MaxBatchBytes, record.HeaderSize)
 	case int64(o.MaxBatchBytes) > o.MaxSegmentBytes:
 		return fmt.Errorf("segment: Options.MaxBatchBytes %d exceeds Options.MaxSegmentBytes %d", o.MaxBatchBytes, o.MaxSegmentBytes)
 	case o.ReadPath != readpath.Mmap && o.ReadPath != readpath.Sendfile:
