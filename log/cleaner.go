@@ -232,6 +232,9 @@ func (c *Cleaner) kick() { kick(c.kickCh) }
 
 // acquire takes a worker's share of the memory budget for one pass.
 func (c *Cleaner) acquire(ctx context.Context, quit <-chan struct{}) error {
+	if c.ctx.Err() != nil {
+		return fmt.Errorf("%w: the cleaner", ErrClosed)
+	}
 	select {
 	case <-c.slots:
 		return nil

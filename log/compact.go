@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -205,7 +204,7 @@ func (l *Log) CompactionStats() CompactionStats {
 // If ctx ends, or the log or the cleaner is closed, the pass under way is
 // abandoned (its files removed, the log unchanged) and Compact returns what
 // the passes before it did with the error. A log opened without
-// Options.Compact returns ErrNotCompacted.
+// Options.Compact returns ErrNotCompacted, a read-only one ErrReadOnly.
 func (l *Log) Compact(ctx context.Context) (CompactResult, error) {
 	return l.compactPasses(ctx, math.MaxInt)
 }
@@ -214,6 +213,9 @@ func (l *Log) Compact(ctx context.Context) (CompactResult, error) {
 // left to clean.
 func (l *Log) compactPasses(ctx context.Context, maxPasses int) (CompactResult, error) {
 	var res CompactResult
+	if l.ro != nil {
+		return res, l.readOnlyErr("Compact")
+	}
 	res.FirstDirtyOffset = l.cmp.firstDirty.Load()
 	c := l.cmp.cleaner
 	if c == nil {
@@ -385,6 +387,34 @@ func (l *Log) cleanPass(ctx context.Context, c *Cleaner) (*pass, error) {
 }
 
 func (p *pass) run() error {
+	err := p.prepare()
+	if err == nil {
+		return p.swap()
+	}
+	if errors.Is(err, ErrClosed) || p.ctx.Err() != nil || !p.sourcesChanged() {
+		return err
+	}
+	// A truncation or a deletion under the pass explains the failure (a
+	// file gone or cut short): the log is fine, the pass is moot.
+	return fmt.Errorf("%w: %w", ErrCompactionAborted, err)
+}
+
+// sourcesChanged reports whether a segment the pass planned to read is no
+// longer a sealed segment of the log.
+func (p *pass) sourcesChanged() bool {
+	l := p.l
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	for _, e := range p.pl.segs {
+		if got, ok := l.tree.Get(e); !ok || got != e || e == l.active {
+			return true
+		}
+	}
+	return false
+}
+
+// prepare builds the map and writes the cleaned segments, durably.
+func (p *pass) prepare() error {
 	if err := p.buildMap(); err != nil {
 		return err
 	}
@@ -397,21 +427,10 @@ func (p *pass) run() error {
 			return err
 		}
 	}
-	// Each cleaned segment's .log carries the time it was last cleaned, as
-	// its modification time (see tombstone retention in writeGroup).
-	for _, g := range p.groups {
-		path := filepath.Join(p.l.dir, cleanedName(g.base, segment.LogSuffix))
-		if err := os.Chtimes(path, g.mtime, g.mtime); err != nil {
-			return fmt.Errorf("log: compaction: set time of %s: %w", path, err)
-		}
-	}
 	if err := p.l.fs.SyncDir(p.l.dir); err != nil {
 		return fmt.Errorf("log: compaction: sync dir %s: %w", p.l.dir, err)
 	}
-	if err := p.check(); err != nil {
-		return err
-	}
-	return p.swap()
+	return p.check()
 }
 
 // check reports whether the pass must be abandoned: its context ended, or
@@ -602,7 +621,7 @@ func (p *pass) writeGroup(gi int) error {
 		p.res.BytesRead += pl.sizes[i]
 		p.res.SegmentsCleaned++
 	}
-	if err := w.finish(); err != nil {
+	if err := w.finish(g.mtime); err != nil {
 		return err
 	}
 	p.res.BytesWritten += w.pos

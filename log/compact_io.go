@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/foliolog/folio/index"
 	"github.com/foliolog/folio/internal/vfs"
@@ -241,14 +242,26 @@ func (w *cleanedWriter) appendTime() error {
 	return nil
 }
 
-// finish makes the cleaned files complete and durable: the .log flushed and
-// fsynced, the final time-index entry added, both indexes sealed (trimmed
-// and fsynced) and closed.
-func (w *cleanedWriter) finish() error {
+// finish makes the cleaned files complete and durable: the .log flushed,
+// fsynced and given mtime as its modification time (the time it was last
+// cleaned, which tombstone retention reads), the final time-index entry
+// added, both indexes sealed (trimmed and fsynced) and closed.
+//
+// The time is set on the real file, outside the vfs layer, which models
+// contents and names but not times, and made durable by an fsync of the
+// descriptor itself: the layer's Sync is an fdatasync, which need not
+// write a time.
+func (w *cleanedWriter) finish(mtime time.Time) error {
 	if err := w.w.Flush(); err != nil {
 		return fmt.Errorf("log: compaction: write cleaned segment %d: %w", w.base, err)
 	}
 	if err := w.f.Sync(); err != nil {
+		return fmt.Errorf("log: compaction: fsync cleaned segment %d: %w", w.base, err)
+	}
+	if err := os.Chtimes(w.f.OS().Name(), mtime, mtime); err != nil {
+		return fmt.Errorf("log: compaction: set the time of cleaned segment %d: %w", w.base, err)
+	}
+	if err := w.f.OS().Sync(); err != nil {
 		return fmt.Errorf("log: compaction: fsync cleaned segment %d: %w", w.base, err)
 	}
 	err := w.f.Close()

@@ -654,3 +654,36 @@ func TestCompactCheckpointClamped(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCompactReadOnly: a read-only open of a compacted log reads what the
+// writer reads (gaps, empty batches and all) and refuses Compact.
+func TestCompactReadOnly(t *testing.T) {
+	dir := t.TempDir()
+	opts := compactOpts(t, 512, nil)
+	l, err := Open(nil, dir, opts, State{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newKVModel()
+	for i := range 40 {
+		m.appendKV(t, l, []kv{{fmt.Sprint("k", i%3), []byte(fmt.Sprintf("%030d", i))}}, 1, noProducer, record.CodecNone)
+	}
+	res, err := l.Compact(context.Background())
+	if err != nil || res.RecordsRemoved == 0 {
+		t.Fatalf("compact: %+v, %v", res, err)
+	}
+	want := recordsOf(readBatches(t, l))
+	defer l.Close()
+
+	ro, err := Open(nil, dir, &Options{ReadOnly: true, Compact: true}, State{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if got := recordsOf(readBatches(t, ro)); !slices.Equal(got, want) {
+		t.Fatalf("read-only reader: %v\nwriter: %v", got, want)
+	}
+	if _, err := ro.Compact(context.Background()); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("Compact on a read-only log: %v, want ErrReadOnly", err)
+	}
+}

@@ -93,6 +93,56 @@
 // sealed segment if needed; no file is truncated while a view of it may be
 // read.
 //
+// # Compaction
+//
+// With Options.Compact (Kafka's cleanup.policy=compact; compact,delete
+// when retention is on too) a Cleaner keeps the latest record of each key.
+// It sees the log as Kafka's cleaner does: the clean part below the cleaner
+// checkpoint (State.FirstDirtyOffset), then the cleanable dirty part, then
+// the uncleanable part, which starts at the first segment that is active,
+// rolled past but not yet sealed, not wholly below the high watermark, or
+// (MinCompactionLag) holding a record newer than the lag. A worker of the
+// Cleaner cleans a log once its dirty ratio, the cleanable bytes over those
+// plus the clean bytes, reaches MinCleanableDirtyRatio; Compact cleans on
+// demand. Append refuses records without a key (ErrNoKey).
+//
+// A pass maps each key of the dirty part to the offset of its latest
+// record, in a table of fixed size (24-byte slots: 16 bytes of the key's
+// SHA-256 and the offset) within the Cleaner's memory budget; when it
+// fills, the pass cleans only up to where it filled and the next pass goes
+// on from there. The pass then recopies the log from its first segment up
+// to that point, in groups of adjacent segments whose sizes add up to at
+// most SegmentBytes and whose offsets fit 32 bits from the group's base, so
+// small neighbours merge. A record goes if a later record of its key is in
+// the map, if it is a tombstone whose retention ran out, or if it has no
+// key; the others keep their offsets. A batch keeps its base offset, last
+// offset delta, producer id, epoch and sequence range, leader epoch and
+// codec; one that loses every record is kept empty if it is its producer's
+// last data batch (as Kafka does) or the last batch of its group, so that a
+// cleaned segment ends where the next begins: recovery tells a torn segment
+// from a cleaned one by that. Readers see gaps in the offsets, never an
+// error: a Read at an offset compacted away returns the next batch at or
+// after it, which may be empty.
+//
+// Tombstones (null values) stay DeleteRetention after their segment was
+// first cleaned, Kafka's delete-horizon rule in its form before KIP-534
+// (which stamps the horizon in the batch; the record package cannot write
+// that yet): each pass sets the modification time of every segment it
+// writes to when it was last cleaned, the latest of its clean sources'
+// times, or the pass's time if dirty data went in, and drops the tombstones
+// of a clean segment whose time is DeleteRetention or more ago. A clean
+// segment merged with newer data so restarts its tombstones' retention.
+//
+// The cleaned segments replace the old ones by Kafka's crash-safe sequence,
+// the directory fsynced after each step: written as .cleaned files and
+// fsynced; renamed to .swap (groups in descending offset order); the old
+// segments renamed to .deleted; the .swap files renamed to their live
+// names; the old segments closed and their files removed. Open finishes or
+// undoes a sequence a crash cut short (see Recovery), so the log reads as
+// before the pass or as after it. Readers of the previous snapshot go on
+// reading the old segments from their open files, and views stay valid
+// until released. The active segment is never touched.
+//
 // # Resources
 //
 // A ResourceCaps, shared by all logs of a process, bounds how many sealed
@@ -136,10 +186,13 @@
 //   - The first batch of a Read can start before the requested offset, and
 //     a high watermark set inside a batch is rounded down to its start:
 //     readers never see part of a batch.
-//   - Recovery treats a gap between two scanned segments as loss. Segments
-//     whose offsets legitimately skip (a future compactor's output) must
-//     therefore be below the recovery point, that is, fsynced, before a
-//     crash.
+//   - Recovery treats a gap between two scanned segments as loss. The
+//     cleaner therefore never leaves one: a cleaned segment keeps its last
+//     batch (empty if need be), so it ends where the next segment begins.
+//   - A cleaned segment's modification time, which tombstone retention
+//     reads, is set on the real file and fsynced outside the vfs layer
+//     (which models contents and names, not times). Copying a log's files
+//     without their times restarts the retention of its tombstones.
 //   - A segment's age for rolling counts from when this Log created or
 //     reopened it, not from its first record's timestamp.
 //   - Damaged index files are rebuilt from the .log when a segment is
