@@ -116,6 +116,10 @@ type Coordinator struct {
 	topics Topics
 	logger *slog.Logger
 
+	// memberID makes new member ids: newMemberID, or a deterministic
+	// generator in tests that replay schedules.
+	memberID func(clientID, instanceID string) string
+
 	// groupsMu guards groups and closed. Lock order: group.fenceMu, then
 	// group.mu, then groupsMu.
 	groupsMu sync.Mutex
@@ -141,7 +145,7 @@ func NewCoordinator(opts *Options) (*Coordinator, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	c := &Coordinator{opts: o, store: o.Store, topics: o.Topics, logger: o.Logger, groups: map[string]*group{}}
+	c := &Coordinator{opts: o, store: o.Store, topics: o.Topics, logger: o.Logger, groups: map[string]*group{}, memberID: newMemberID}
 	start := time.Now()
 	if err := c.load(); err != nil {
 		return nil, err

@@ -271,8 +271,11 @@ type Member[R any] struct {
 	consumed, processed, pending, committed map[TopicPartition]int64
 	nextAutoCommit                          time.Time
 	partitionCounts                         map[string]int32 // the leader's view at its last assignment
-	followUp                                bool             // the leader's last assignment left partitions out
-	pollCancel, fetchCancel                 context.CancelCauseFunc
+	// withheldGen is the generation whose assignment (made by this
+	// member as leader) withheld partitions, -1 if none; withheldAt when.
+	withheldGen             int32
+	withheldAt              time.Time
+	pollCancel, fetchCancel context.CancelCauseFunc
 
 	kick   chan struct{}
 	stop   chan struct{}
@@ -297,7 +300,7 @@ func Join[R any](ctx context.Context, c *Coordinator, groupID string, reader Rea
 	}
 	m := &Member[R]{
 		coord: c, group: groupID, reader: reader, opts: o, logger: o.Logger,
-		assignors: map[string]Assignor{}, protocol: Cooperative, generation: -1,
+		assignors: map[string]Assignor{}, protocol: Cooperative, generation: -1, withheldGen: -1,
 		owned: map[TopicPartition]bool{}, unpositioned: map[TopicPartition]bool{},
 		consumed: map[TopicPartition]int64{}, processed: map[TopicPartition]int64{},
 		pending: map[TopicPartition]int64{}, committed: map[TopicPartition]int64{},
@@ -758,12 +761,6 @@ func (m *Member[R]) joinAndSync(ctx context.Context) error {
 			m.mu.Unlock()
 			return err
 		}
-		m.mu.Lock()
-		if m.followUp {
-			m.followUp = false
-			m.requestRejoinLocked()
-		}
-		m.mu.Unlock()
 		return nil
 	}
 }
@@ -800,11 +797,23 @@ func (m *Member[R]) assign(resp *JoinGroupResponse) ([]SyncGroupAssignment, erro
 		// before its old one released it.
 		withholdTransfers(plan, subs, counts)
 	}
-	// A partition left out (withheld until its owner releases it) needs
-	// a second rebalance. Its owner asks for one when it revokes, but an
-	// owner that is gone (a static member replaced by a new process
-	// during this rebalance) never will: the leader asks too. The
-	// rebalance waits for every member, so it still follows the release.
+	if m.logger.Enabled(context.Background(), slog.LevelDebug) {
+		claims := map[string][]TopicPartition{}
+		for _, s := range subs {
+			claims[s.MemberID] = s.Owned
+		}
+		m.logger.Debug("group: leader assigned", "group", m.group, "generation", resp.GenerationID,
+			"assignor", a.Name(), "owned", claims, "plan", plan)
+	}
+	out := make([]SyncGroupAssignment, 0, len(subs))
+	for _, s := range subs {
+		out = append(out, SyncGroupAssignment{MemberID: s.MemberID, Assignment: encodeAssignment(plan[s.MemberID])})
+	}
+	// Partitions left out (withheld until their owner releases them) need
+	// a second rebalance, which the owner starts when it revokes them. An
+	// owner that never does (a static member whose process restarted
+	// before it revoked: the new process takes over an assignment without
+	// them) would leave them orphaned; the leader watches for that.
 	subscribed, assigned := 0, 0
 	for t, n := range counts {
 		if slices.ContainsFunc(subs, func(s Subscription) bool { return s.subscribes(t) }) {
@@ -814,14 +823,12 @@ func (m *Member[R]) assign(resp *JoinGroupResponse) ([]SyncGroupAssignment, erro
 	for _, tps := range plan {
 		assigned += len(tps)
 	}
-	followUp := assigned < subscribed
-	out := make([]SyncGroupAssignment, 0, len(subs))
-	for _, s := range subs {
-		out = append(out, SyncGroupAssignment{MemberID: s.MemberID, Assignment: encodeAssignment(plan[s.MemberID])})
-	}
 	m.mu.Lock()
 	m.partitionCounts = counts
-	m.followUp = followUp
+	m.withheldGen = -1
+	if assigned < subscribed {
+		m.withheldGen, m.withheldAt = resp.GenerationID, time.Now()
+	}
 	m.mu.Unlock()
 	return out, nil
 }
@@ -1112,8 +1119,8 @@ func (m *Member[R]) heartbeatLoop() {
 	defer m.wg.Done()
 	t := time.NewTicker(m.opts.HeartbeatInterval)
 	defer t.Stop()
+	w := m.coord.watch(m.group)
 	for {
-		w := m.coord.watch(m.group)
 		select {
 		case <-m.stop:
 			return
@@ -1131,6 +1138,9 @@ func (m *Member[R]) heartbeatLoop() {
 				return
 			}
 		}
+		// Take the next change's channel before the heartbeat looks at
+		// the group: a change while it is in flight still wakes the loop.
+		w = m.coord.watch(m.group)
 		m.heartbeatOnce()
 	}
 }
@@ -1148,6 +1158,14 @@ func (m *Member[R]) heartbeatOnce() {
 	stalled := !m.inPoll && time.Since(m.lastPoll) > m.opts.RebalanceTimeout
 	req := &HeartbeatRequest{Group: m.group, GenerationID: m.generation, MemberID: m.memberID, InstanceID: m.opts.InstanceID}
 	leader, counts := m.leader, m.partitionCounts
+	// A generation that withheld partitions and in which no member
+	// rejoined within a heartbeat interval (their owner would have at
+	// once) gets the follow-up rebalance from the leader. Not sooner: an
+	// immediate one would cut off the members still syncing.
+	followUp := leader && m.withheldGen == m.generation && time.Since(m.withheldAt) >= m.opts.HeartbeatInterval
+	if followUp {
+		m.withheldGen = -1
+	}
 	m.mu.Unlock()
 	ctx := context.Background()
 	if stalled {
@@ -1164,6 +1182,10 @@ func (m *Member[R]) heartbeatOnce() {
 	case err == nil:
 		if leader && m.partitionsChanged(counts) {
 			m.onRequestError(fmt.Errorf("group %q: partitions of a subscribed topic changed: %w", m.group, ErrRebalanceInProgress), req.MemberID, req.GenerationID)
+		} else if followUp {
+			m.logger.Info("group: partitions withheld by the last assignment are still unassigned; rebalancing",
+				"group", m.group, "generation", req.GenerationID)
+			m.onRequestError(fmt.Errorf("group %q: withheld partitions: %w", m.group, ErrRebalanceInProgress), req.MemberID, req.GenerationID)
 		}
 	case errors.Is(err, ErrRebalanceInProgress), fencingError(err), errors.Is(err, ErrClosed):
 		m.onRequestError(err, req.MemberID, req.GenerationID)

@@ -46,12 +46,8 @@ type group struct {
 	delayRemaining time.Duration // of the rebalance timeout, after the delays
 	newMemberAdded bool
 	watchCh        chan struct{}
-	// renamed maps the old member id of a static member replaced during
-	// CompletingRebalance to its new one: the leader's assignment, made
-	// from the join response, still names the old id.
-	renamed map[string]string
-	closed  bool // the coordinator closed
-	offsets map[TopicPartition]*committedOffset
+	closed         bool // the coordinator closed
+	offsets        map[TopicPartition]*committedOffset
 }
 
 // member is one member as the coordinator knows it.
@@ -355,7 +351,7 @@ func (g *group) joinUnknownLocked(req *JoinGroupRequest, rebalance time.Duration
 	if !g.supportsProtocolsLocked(req.ProtocolType, req.Protocols, old) {
 		return nil, nil, fmt.Errorf("group %q: %w", g.id, ErrInconsistentGroupProtocol)
 	}
-	id := newMemberID(req.ClientID, req.InstanceID)
+	id := g.c.memberID(req.ClientID, req.InstanceID)
 	switch {
 	case static && old != "":
 		return g.replaceStaticLocked(old, id, req, rebalance)
@@ -387,17 +383,7 @@ func (g *group) replaceStaticLocked(oldID, newID string, req *JoinGroupRequest, 
 		delete(g.pendingSync, oldID)
 		g.pendingSync[newID] = true
 	}
-	if g.state == StateCompletingRebalance {
-		if g.renamed == nil {
-			g.renamed = map[string]string{}
-		}
-		for o, n := range g.renamed {
-			if n == oldID {
-				g.renamed[o] = newID
-			}
-		}
-		g.renamed[oldID] = newID
-	}
+
 	wasLeader := g.leader == oldID
 	if wasLeader {
 		g.leader = newID
@@ -407,16 +393,26 @@ func (g *group) replaceStaticLocked(oldID, newID string, req *JoinGroupRequest, 
 	m.lastHeartbeat = time.Now()
 	g.armHeartbeatLocked(m)
 	g.notifyLocked()
+	pendingRevoke := g.state == StateStable && g.revocationPendingLocked(m)
 	m.protocols = slices.Clone(req.Protocols)
 	switch g.state {
 	case StateStable, StateCompletingRebalance:
-		// As Kafka does, only a change of the group's protocol forces a
-		// rebalance: the restarted process's metadata differs anyway
-		// (it owns nothing yet), and its old assignment is what it gets.
-		if g.selectProtocolLocked() != g.protocol {
+		// In Stable, as in Kafka, only a change of the group's protocol
+		// forces a rebalance: the restarted process's metadata differs
+		// anyway (it owns nothing yet), and its old assignment is what it
+		// gets. Before the leader's sync the assignment is still being
+		// computed from the old process's metadata, whose claims the new
+		// one does not hold: a cooperative leader would withhold
+		// partitions that no member then releases. Rebalance with the
+		// new metadata instead.
+		// In Stable, the old process may also have owed a revocation
+		// (cooperative: it claimed partitions its assignment no longer
+		// holds), whose rejoin would have handed them on; the new process
+		// never makes it, so rebalance for it.
+		if g.state == StateCompletingRebalance || pendingRevoke || g.selectProtocolLocked() != g.protocol {
 			ch := make(chan joinOutcome, 1)
 			m.joinCh = ch
-			g.prepareRebalanceLocked("static member " + req.InstanceID + " rejoined with other protocols")
+			g.prepareRebalanceLocked("static member " + req.InstanceID + " restarted during a rebalance, owing a revocation, or with other protocols")
 			return ch, nil, nil
 		}
 		resp := &JoinGroupResponse{
@@ -424,11 +420,9 @@ func (g *group) replaceStaticLocked(oldID, newID string, req *JoinGroupRequest, 
 			LeaderID: g.leader, MemberID: newID,
 		}
 		if wasLeader {
-			// The leader learns the members. In Stable it must not
-			// assign: the group keeps the assignment of the generation
-			// (KIP-814). Before the leader's sync there is none yet, and
-			// this leader makes it.
-			resp.SkipAssignment = g.state == StateStable
+			// The leader learns the members but must not assign: the
+			// group keeps the assignment of the generation (KIP-814).
+			resp.SkipAssignment = true
 			resp.Members = g.memberMetadataLocked()
 		}
 		return nil, resp, nil
@@ -438,6 +432,29 @@ func (g *group) replaceStaticLocked(oldID, newID string, req *JoinGroupRequest, 
 	m.joinCh = ch
 	g.maybeCompleteJoinLocked()
 	return ch, nil, nil
+}
+
+// revocationPendingLocked reports, for a consumer group, whether m's last
+// join claimed partitions that its current assignment does not hold: it
+// still has to revoke them and rejoin.
+func (g *group) revocationPendingLocked(m *member) bool {
+	if g.protocolType != ProtocolTypeConsumer {
+		return false
+	}
+	s, err := decodeSubscription(m.id, m.instanceID, m.metadataFor(g.protocol))
+	if err != nil {
+		return false
+	}
+	assigned, err := decodeAssignment(m.assignment)
+	if err != nil {
+		return false
+	}
+	for _, tp := range s.Owned {
+		if !slices.Contains(assigned, tp) {
+			return true
+		}
+	}
+	return false
 }
 
 // addMemberLocked adds a member and starts (or joins) a rebalance.
@@ -583,7 +600,6 @@ func (g *group) completeJoinLocked() {
 		}
 	}
 	g.generation++
-	g.renamed = nil
 	g.c.stats.rebalances.Add(1)
 	if len(g.members) == 0 {
 		g.protocol, g.protocolType, g.leader = "", "", ""
@@ -820,11 +836,7 @@ func (g *group) syncLocked(req *SyncGroupRequest) (chan syncOutcome, *SyncGroupR
 		for _, a := range req.Assignments {
 			plan[a.MemberID] = a.Assignment
 		}
-		for oldID, newID := range g.renamed {
-			if _, ok := plan[newID]; !ok {
-				plan[newID] = plan[oldID]
-			}
-		}
+
 		for _, id := range g.order {
 			mm := g.members[id]
 			mm.assignment = slices.Clone(plan[id]) // members the leader left out get nothing

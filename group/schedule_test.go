@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -107,6 +108,16 @@ func runSchedule(t *testing.T, seed uint64, steps int) {
 	s.trace = &lockedBuffer{}
 	logger := slog.New(slog.NewTextHandler(s.trace, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	s.c = newTestCoordinator(t, newMemStore(3), s.topics, func(o *Options) { o.Logger = logger })
+	// Member ids in join order, not random, so that a replay of the seed
+	// sorts members (and so assigns partitions) the same way.
+	var ids atomic.Int64
+	s.c.memberID = func(client, instance string) string {
+		prefix := client
+		if instance != "" {
+			prefix = instance
+		}
+		return fmt.Sprintf("%s-%06d", prefix, ids.Add(1))
+	}
 	defer s.c.Close()
 	defer s.teardown() // also after a failure, so the bubble's goroutines end
 	var assignors []Assignor
