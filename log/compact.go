@@ -230,21 +230,30 @@ func (l *Log) compactPasses(ctx context.Context, maxPasses int) (CompactResult, 
 	defer c.release()
 	l.cmp.cleanMu.Lock()
 	defer l.cmp.cleanMu.Unlock()
+	// Passes go on up to what was cleanable when the first began: with
+	// appends going on, segments sealed meanwhile would keep it going.
+	target := int64(-1)
 	for range maxPasses {
 		p, err := l.cleanPass(ctx, c)
+		if p != nil {
+			// Installed, even if removing the old files failed after.
+			res.add(p.res)
+			c.passes.Add(1)
+			l.cmp.passes.Add(1)
+			l.cmp.recordsRemoved.Add(p.res.RecordsRemoved)
+			l.cmp.tombstonesRemoved.Add(p.res.TombstonesRemoved)
+			l.cmp.bytesRead.Add(p.res.BytesRead)
+			l.cmp.bytesWritten.Add(p.res.BytesWritten)
+			if target < 0 {
+				target = p.pl.bound
+			}
+		}
 		if err != nil {
 			return res, err
 		}
-		if p == nil {
-			break // nothing cleanable
+		if p == nil || l.cmp.firstDirty.Load() >= target {
+			break
 		}
-		res.add(p.res)
-		c.passes.Add(1)
-		l.cmp.passes.Add(1)
-		l.cmp.recordsRemoved.Add(p.res.RecordsRemoved)
-		l.cmp.tombstonesRemoved.Add(p.res.TombstonesRemoved)
-		l.cmp.bytesRead.Add(p.res.BytesRead)
-		l.cmp.bytesWritten.Add(p.res.BytesWritten)
 	}
 	return res, nil
 }
@@ -366,7 +375,9 @@ type cleanGroup struct {
 // cleanPass runs one pass: it builds the key map over the dirty part,
 // recopies the log from its first segment up to where the map reaches,
 // grouping small neighbours, and swaps the cleaned segments in. It returns
-// nil, nil when nothing is cleanable. cleanMu must be held.
+// nil, nil when nothing is cleanable, and the pass with an error when it
+// was installed but the old files could not all be removed. cleanMu must
+// be held.
 func (l *Log) cleanPass(ctx context.Context, c *Cleaner) (*pass, error) {
 	now := l.opts.Now()
 	pl, err := l.planClean(now)
@@ -380,8 +391,12 @@ func (l *Log) cleanPass(ctx context.Context, c *Cleaner) (*pass, error) {
 	if err := p.run(); err != nil {
 		if !p.installed {
 			p.removeCleaned()
+			return nil, err
 		}
-		return nil, err
+		if p.res.Passes == 0 {
+			return nil, err // the swap failed half way: the log failed
+		}
+		return p, err
 	}
 	return p, nil
 }
@@ -620,6 +635,12 @@ func (p *pass) writeGroup(gi int) error {
 		}
 		p.res.BytesRead += pl.sizes[i]
 		p.res.SegmentsCleaned++
+	}
+	if w.last+1 != g.end {
+		// Sealed segments end where the next begins (rolls start the next
+		// segment at the log end, and recovery removes what follows a
+		// gap), and the group's last batch always stays.
+		return fmt.Errorf("%w: log: compaction: segments %d to %d end at %d, the next starts at %d", ErrCorrupt, g.base, pl.segs[g.to-1].base, w.last+1, g.end)
 	}
 	if err := w.finish(g.mtime); err != nil {
 		return err
