@@ -93,6 +93,7 @@ type schedule struct {
 	committed map[TopicPartition]int64
 	n         int
 	step      int
+	events    int // membership events: joins, leaves, crashes, pauses, stalls, resumes
 	log       []string
 }
 
@@ -157,8 +158,15 @@ func runSchedule(t *testing.T, seed uint64, steps int) {
 	for _, n := range s.produced {
 		total += n
 	}
-	t.Logf("%d steps, %d members, %d generations, %d expired, %d records, %d commits, %v virtual time",
-		steps, s.n, st.Rebalances, st.Expired, total, st.Commits, time.Since(start))
+	t.Logf("%d steps, %d membership events, %d members, %d generations, %d expired, %d records, %d commits, %v virtual time",
+		steps, s.events, s.n, st.Rebalances, st.Expired, total, st.Commits, time.Since(start))
+	// A membership event costs about one generation (a cooperative
+	// hand-over two, often shared with other events); many more mean
+	// rebalances feeding on each other, as a leader that rejoined at once
+	// after each withholding assignment once caused.
+	if limit := int64(2*s.events + 10); st.Rebalances > limit && !t.Failed() {
+		t.Fatalf("%d generations for %d membership events: a rebalance storm", st.Rebalances, s.events)
+	}
 }
 
 // lockedBuffer is a bytes.Buffer for concurrent writers.
@@ -228,6 +236,7 @@ func (s *schedule) randomStep() {
 	case r < 22:
 		if a := s.pick(func(a *schedApp) bool { return !a.frozen }); a != nil {
 			s.logf("%s leaves", a.name)
+			s.events++
 			s.stopPolling(a)
 			if err := a.m.Close(); err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrCommitFailed) {
 				s.t.Errorf("%s: Close: %v", a.name, err)
@@ -237,6 +246,7 @@ func (s *schedule) randomStep() {
 	case r < 28:
 		if a := s.pick(func(*schedApp) bool { return true }); a != nil {
 			s.logf("%s crashes", a.name)
+			s.events++
 			s.crash(a)
 			if a.static != "" && s.rng.IntN(2) == 0 {
 				s.logf("%s restarts as a new process", a.static)
@@ -247,6 +257,7 @@ func (s *schedule) randomStep() {
 		if a := s.pick(func(a *schedApp) bool { return !a.frozen }); a != nil {
 			d := time.Duration(1+s.rng.IntN(14)) * time.Second
 			s.logf("%s pauses for %v", a.name, d)
+			s.events++
 			s.stopPolling(a)
 			s.setFrozen(a, true)
 			a.resumeAt = time.Now().Add(d)
@@ -255,6 +266,7 @@ func (s *schedule) randomStep() {
 		if a := s.pick(func(a *schedApp) bool { return a.pollActive }); a != nil {
 			d := time.Duration(1+s.rng.IntN(20)) * time.Second
 			s.logf("%s stops polling for %v", a.name, d)
+			s.events++
 			s.stopPolling(a)
 			a.resumeAt = time.Now().Add(d)
 		}
@@ -286,6 +298,7 @@ func (s *schedule) join(static string) {
 	s.n++
 	a := &schedApp{name: name, static: static, r: newMemReader(s.topics), iter: s.rng.IntN(2) == 0}
 	s.logf("%s joins (static %q, iterator %v)", name, static, a.iter)
+	s.events++
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	m, err := Join(ctx, s.c, "g", a.r, s.opts(a))
@@ -326,6 +339,7 @@ func (s *schedule) resumeDue() {
 	for _, a := range s.live() {
 		if !a.resumeAt.IsZero() && !time.Now().Before(a.resumeAt) {
 			s.logf("%s resumes", a.name)
+			s.events++
 			a.resumeAt = time.Time{}
 			s.setFrozen(a, false)
 			s.startPolling(a)
