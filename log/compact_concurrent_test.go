@@ -367,6 +367,7 @@ func TestCompactCanceled(t *testing.T) {
 	fsys, l, m := hookedCompaction(t)
 	defer l.Close()
 	ctx, cancel := context.WithCancel(context.Background())
+	handles := fsys.OpenHandles()
 	fsys.SetHook(func(op vfs.Op) error {
 		if op.Kind == vfs.OpCreate && strings.HasSuffix(op.Path, cleanedSuffix) {
 			cancel()
@@ -377,6 +378,9 @@ func TestCompactCanceled(t *testing.T) {
 	fsys.SetHook(nil)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("compaction with its context canceled: %v", err)
+	}
+	if got := fsys.OpenHandles(); got != handles {
+		t.Fatalf("%d files open after the abandoned pass, %d before", got, handles)
 	}
 	if left := leftovers(t, l.Dir()); len(left) != 0 {
 		t.Fatalf("files left: %v", left)

@@ -98,6 +98,9 @@ func TestCompactCrashAtEveryStep(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
+	if n := fsys.OpenHandles(); n != 0 {
+		t.Fatalf("%d files left open after the pass and Close", n)
+	}
 	if res.SegmentsWritten < 2 || res.SegmentsWritten >= res.SegmentsCleaned || slices.Equal(before, after) {
 		t.Fatalf("the template's pass is not a good test: %+v", res)
 	}
