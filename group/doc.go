@@ -56,8 +56,13 @@
 // through a rebalance; a partition that must move is revoked from its
 // owner in one rebalance and given to its new owner in the next, after the
 // owner released it or was expelled (KIP-429), so no partition is ever
-// owned by two live members. The eager assignors (range, roundrobin)
-// revoke everything before each rebalance.
+// owned by two live members. The owner's rejoin after revoking starts the
+// second rebalance; should it never come (a static member's process
+// restarted in between), the leader starts it once the withheld partitions
+// stayed unassigned for a heartbeat interval, and the coordinator
+// rebalances at once when a static member restarts owing a revocation.
+// The eager assignors (range, roundrobin) revoke everything before each
+// rebalance.
 //
 // Delivery is at-least-once by default: auto-commit commits what the
 // application finished (the records of the previous Poll, or of the

@@ -241,7 +241,8 @@ type Member[R any] struct {
 	logger    *slog.Logger
 
 	// pollMu serializes the application's side: Poll, Records' polls and
-	// Close. Rebalances and the callbacks run under it.
+	// Close. Rebalances and the callbacks run under it. Lock order: pollMu,
+	// then mu; no member lock is held across a call to the coordinator.
 	pollMu sync.Mutex
 
 	// mu guards every field below.
