@@ -242,7 +242,8 @@ type Member[R any] struct {
 
 	// pollMu serializes the application's side: Poll, Records' polls and
 	// Close. Rebalances and the callbacks run under it. Lock order: pollMu,
-	// then mu; no member lock is held across a call to the coordinator.
+	// then mu; mu is never held across a call to the coordinator, the
+	// Reader or a callback.
 	pollMu sync.Mutex
 
 	// mu guards every field below.
@@ -366,12 +367,16 @@ func (m *Member[R]) Poll(ctx context.Context) ([]R, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.mu.Lock()
+	ends := map[TopicPartition]int64{}
 	for _, r := range recs {
 		tp, off := m.reader.Locate(r)
+		ends[tp] = max(ends[tp], off+1)
+	}
+	m.mu.Lock()
+	for tp, end := range ends {
 		if m.owned[tp] {
-			m.consumed[tp] = max(m.consumed[tp], off+1)
-			m.pending[tp] = max(m.pending[tp], off+1)
+			m.consumed[tp] = max(m.consumed[tp], end)
+			m.pending[tp] = max(m.pending[tp], end)
 		}
 	}
 	m.mu.Unlock()
