@@ -321,10 +321,8 @@ func Join[R any](ctx context.Context, c *Coordinator, groupID string, reader Rea
 	err := m.ensureActive(ctx)
 	m.pollMu.Unlock()
 	if err != nil {
-		m.closed.Store(true)
-		m.leaveQuietly()
-		close(m.stop)
-		m.wg.Wait()
+		// Give back whatever the failed join got: partitions, membership.
+		_ = m.Close()
 		return nil, err
 	}
 	return m, nil
@@ -1236,7 +1234,10 @@ func (m *Member[R]) Close() error {
 	defer m.pollMu.Unlock()
 	m.mu.Lock()
 	m.closing = true
-	inGeneration := m.memberID != "" && m.generation >= 0 && m.fenced == nil && m.fatal == nil
+	// A member with an id but no generation yet (its join was cut short)
+	// is in the group too, waiting: it leaves as well.
+	member := m.memberID != "" && m.fenced == nil && m.fatal == nil
+	inGeneration := member && m.generation >= 0
 	owned := sortedPartitions(slices.Collect(maps.Keys(m.owned)))
 	m.mu.Unlock()
 	ctx := context.Background()
@@ -1258,7 +1259,7 @@ func (m *Member[R]) Close() error {
 			errs = append(errs, err)
 		}
 	}
-	if inGeneration {
+	if member {
 		m.leaveQuietly()
 	}
 	close(m.stop)

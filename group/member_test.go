@@ -703,3 +703,30 @@ func containsWord(s, w string) bool {
 	}
 	return false
 }
+
+// TestJoinThatEndsWithItsContextLeaves: a Join whose ctx ends while the
+// group waits for another member returns ctx's error and leaves nothing
+// behind: no member in the group, no goroutine.
+func TestJoinThatEndsWithItsContextLeaves(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		topics := newMemTopics()
+		topics.create("t", 2)
+		c := newTestCoordinator(t, newMemStore(1), topics, nil)
+		defer c.Close()
+		// A raw member that is Stable and never rejoins.
+		req := joinReq("g", "", "cooperative-sticky")
+		a, ach := newRaw(t, c, req)
+		a.joined(mustRecvAfter(t, ach))
+		mustRecvAfter(t, a.sync(nil))
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := Join(ctx, c, "g", newMemReader(topics), memberOpts("m", nil, nil))
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Join: %v", err)
+		}
+		d, _ := c.DescribeGroups(context.Background(), []string{"g"})
+		if len(d[0].Members) != 1 || d[0].Members[0].MemberID != a.id {
+			t.Fatalf("members after the failed join: %+v", d[0].Members)
+		}
+	})
+}
