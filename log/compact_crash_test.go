@@ -31,9 +31,9 @@ func compactCrashTemplate(t *testing.T, seed uint64) (string, *Options, State, *
 	}
 	m := newKVModel()
 	seq := int32(0)
-	write := func(n int, tag string) {
+	write := func(n, keys int, tag string) {
 		for range n {
-			recs := randomKV(rng, 1+rng.IntN(4), 12, 0.2, tag)
+			recs := randomKV(rng, 1+rng.IntN(4), keys, 0.2, tag)
 			pr := noProducer
 			if rng.IntN(4) == 0 {
 				pr = prodInfo{pid: 7, epoch: 1, seq: seq}
@@ -42,11 +42,14 @@ func compactCrashTemplate(t *testing.T, seed uint64) (string, *Options, State, *
 			m.appendKV(t, l, recs, 1_700_000_000_000, pr, testCodecs[rng.IntN(len(testCodecs))])
 		}
 	}
-	write(18, "a")
+	// Six keys over at least four sealed segments clean down to segments
+	// so small that two neighbours fit one (so the pass under test merges),
+	// whatever the seed.
+	write(24, 6, "a")
 	if _, err := l.Compact(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	write(18, "b")
+	write(18, 12, "b")
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
