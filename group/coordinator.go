@@ -282,9 +282,6 @@ func (c *Coordinator) watch(groupID string) <-chan struct{} {
 	return g.watchCh
 }
 
-// Topics returns the topic view the coordinator was made with.
-func (c *Coordinator) Topics() Topics { return c.topics }
-
 // ListGroups lists the groups the coordinator knows, by id.
 func (c *Coordinator) ListGroups(ctx context.Context) ([]GroupListing, error) {
 	if err := ctx.Err(); err != nil {
