@@ -1018,3 +1018,60 @@ func TestCatalogNewDataDirIsDurable(t *testing.T) {
 		t.Fatalf("partition directories lost: %v", r.RecreatedDirs)
 	}
 }
+
+// TestCatalogBeforeCompactionSettings: a catalog written before the
+// compaction settings existed (no min.cleanable.dirty.ratio,
+// min.compaction.lag.ms or delete.retention.ms) loads with their defaults,
+// and the next write spells them out.
+func TestCatalogBeforeCompactionSettings(t *testing.T) {
+	dir := t.TempDir()
+	id := newID()
+	payload := `{"next_producer_id": 1000, "topics": [{"name": "orders", "id": "` + id.String() + `", "created_ms": 1700000000000,
+		"config": {"partitions": "2", "retention.bytes": "unlimited", "retention.ms": "7d", "segment.bytes": "1GiB",
+		"segment.ms": "7d", "flush": "sync", "read.path": "mmap", "cleanup.policy": "compact",
+		"message.timestamp.type": "CreateTime", "max.message.bytes": "1048588", "compression.type": "producer"}}]}`
+	for p := int32(0); p < 2; p++ {
+		if err := os.Mkdir(filepath.Join(dir, DirName("orders", p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, CatalogFile), framePayload(payload), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := openCatalog(t, dir, nil)
+	in, err := c.Describe("orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := (Config{Partitions: 2, Cleanup: CleanupCompact}).WithDefaults()
+	if in.Config != want || in.ID != id {
+		t.Fatalf("old catalog loaded as %+v (id %s), want %+v (id %s)", in.Config, in.ID, want, id)
+	}
+	if in.Config.MinCleanableDirtyRatio != DefaultMinCleanableDirtyRatio || in.Config.MinCompactionLag != 0 ||
+		in.Config.DeleteRetention != DefaultDeleteRetention {
+		t.Fatalf("compaction settings of an old catalog: %+v", in.Config)
+	}
+	// Any write of the catalog stores every setting.
+	if _, err := c.Create("audit", Config{DeleteRetention: NoDeleteRetention, MinCompactionLag: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	data, err := os.ReadFile(filepath.Join(dir, CatalogFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{`"min.cleanable.dirty.ratio": "0.5"`, `"delete.retention.ms": "1d"`,
+		`"delete.retention.ms": "0s"`, `"min.compaction.lag.ms": "1m"`, `"min.compaction.lag.ms": "0s"`} {
+		if !bytes.Contains(data, []byte(s)) {
+			t.Errorf("rewritten catalog lacks %s:\n%s", s, data)
+		}
+	}
+	c = openCatalog(t, dir, nil)
+	defer c.Close()
+	if in, err := c.Describe("audit"); err != nil || in.Config.DeleteRetention != NoDeleteRetention || in.Config.MinCompactionLag != time.Minute {
+		t.Fatalf("audit reloaded as %+v, %v", in.Config, err)
+	}
+	if in, err := c.Describe("orders"); err != nil || in.Config != want {
+		t.Fatalf("orders reloaded as %+v, %v, want %+v", in.Config, err, want)
+	}
+}

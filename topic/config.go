@@ -38,6 +38,16 @@ const (
 	DefaultMaxMessageBytes = 1<<20 + record.LogOverhead
 	// MinMaxMessageBytes is the size of an empty batch.
 	MinMaxMessageBytes = record.HeaderSize
+
+	// DefaultMinCleanableDirtyRatio is Kafka's min.cleanable.dirty.ratio.
+	DefaultMinCleanableDirtyRatio = 0.5
+	// DefaultDeleteRetention is Kafka's delete.retention.ms.
+	DefaultDeleteRetention = 24 * time.Hour
+	// NoDeleteRetention, in DeleteRetention, keeps no tombstone past the
+	// cleaning pass that first finds it in the clean part of the log:
+	// Kafka's delete.retention.ms=0, which Set maps to it (a zero field
+	// means the default, as everywhere in Config).
+	NoDeleteRetention time.Duration = -1
 )
 
 // Config is one topic's configuration. The zero value of every field means
@@ -72,6 +82,20 @@ type Config struct {
 	// Cleanup chooses between deleting old segments and compacting by key.
 	// Default CleanupDelete.
 	Cleanup CleanupPolicy
+	// MinCleanableDirtyRatio is the share of a compacted partition's
+	// cleanable records not yet cleaned at which the cleaner cleans it
+	// (Kafka's min.cleanable.dirty.ratio): lower cleans more often and
+	// rewrites more. In (0, 1]; default 0.5. Only compacted topics use it.
+	MinCleanableDirtyRatio float64
+	// MinCompactionLag keeps a record out of cleaning until it is at least
+	// this old, by its timestamp, so that consumers can read every update
+	// for that long (Kafka's min.compaction.lag.ms). Default 0.
+	MinCompactionLag time.Duration
+	// DeleteRetention is how long a tombstone (a record with a null value)
+	// stays after its segment was first cleaned, so that a consumer reading
+	// from the start within that time sees the delete (Kafka's
+	// delete.retention.ms). Default 24 hours; NoDeleteRetention keeps none.
+	DeleteRetention time.Duration
 	// TimestampType is whose clock stamps records: the producer's
 	// (CreateTime, the default) or the log's at append (LogAppendTime).
 	TimestampType TimestampType
@@ -103,6 +127,12 @@ func (c Config) WithDefaults() Config {
 	if c.MaxMessageBytes == 0 {
 		c.MaxMessageBytes = DefaultMaxMessageBytes
 	}
+	if c.MinCleanableDirtyRatio == 0 {
+		c.MinCleanableDirtyRatio = DefaultMinCleanableDirtyRatio
+	}
+	if c.DeleteRetention == 0 {
+		c.DeleteRetention = DefaultDeleteRetention
+	}
 	return c
 }
 
@@ -123,6 +153,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: SegmentAge %v, want a positive duration", ErrInvalidConfig, c.SegmentAge)
 	case d.MaxMessageBytes < MinMaxMessageBytes:
 		return fmt.Errorf("%w: MaxMessageBytes %d, want at least %d", ErrInvalidConfig, c.MaxMessageBytes, MinMaxMessageBytes)
+	case !(d.MinCleanableDirtyRatio > 0 && d.MinCleanableDirtyRatio <= 1): // NaN too
+		return fmt.Errorf("%w: MinCleanableDirtyRatio %v, want more than 0 and at most 1", ErrInvalidConfig, c.MinCleanableDirtyRatio)
+	case d.MinCompactionLag < 0:
+		return fmt.Errorf("%w: MinCompactionLag %v, want a non-negative duration", ErrInvalidConfig, c.MinCompactionLag)
+	case d.DeleteRetention < 0 && d.DeleteRetention != NoDeleteRetention:
+		return fmt.Errorf("%w: DeleteRetention %v, want a non-negative duration or NoDeleteRetention (-1)", ErrInvalidConfig, c.DeleteRetention)
 	}
 	if err := c.Flush.validate(); err != nil {
 		return err
@@ -155,12 +191,17 @@ const (
 	KeyTimestampType   = "message.timestamp.type"
 	KeyMaxMessageBytes = "max.message.bytes"
 	KeyCompression     = "compression.type"
+
+	KeyMinCleanableDirtyRatio = "min.cleanable.dirty.ratio"
+	KeyMinCompactionLag       = "min.compaction.lag.ms"
+	KeyDeleteRetention        = "delete.retention.ms"
 )
 
 // Keys lists every setting key in the order Settings reports them.
 var Keys = []string{
 	KeyPartitions, KeyRetentionBytes, KeyRetentionAge, KeySegmentBytes, KeySegmentAge,
-	KeyFlush, KeyReadPath, KeyCleanup, KeyTimestampType, KeyMaxMessageBytes, KeyCompression,
+	KeyFlush, KeyReadPath, KeyCleanup, KeyMinCleanableDirtyRatio, KeyMinCompactionLag, KeyDeleteRetention,
+	KeyTimestampType, KeyMaxMessageBytes, KeyCompression,
 }
 
 // keyAliases are the short names a command line uses (-retention 7d).
@@ -190,6 +231,9 @@ func (c Config) Settings() []Setting {
 		{KeyFlush, d.Flush.String()},
 		{KeyReadPath, d.ReadPath.String()},
 		{KeyCleanup, d.Cleanup.String()},
+		{KeyMinCleanableDirtyRatio, strconv.FormatFloat(d.MinCleanableDirtyRatio, 'g', -1, 64)},
+		{KeyMinCompactionLag, FormatDuration(d.MinCompactionLag)},
+		{KeyDeleteRetention, formatDeleteRetention(d.DeleteRetention)},
 		{KeyTimestampType, d.TimestampType.String()},
 		{KeyMaxMessageBytes, FormatBytes(int64(d.MaxMessageBytes))},
 		{KeyCompression, d.Compression.String()},
@@ -199,8 +243,9 @@ func (c Config) Settings() []Setting {
 // Set parses value into the field that key names: a key of Keys or a short
 // alias (retention, segment, cleanup, timestamp, compression). Sizes take
 // ParseBytes syntax, durations ParseDuration syntax; retention settings also
-// take "-1" or "unlimited". Set checks the value's syntax and range, and
-// leaves c unchanged on error.
+// take "-1" or "unlimited"; delete.retention.ms takes 0 as Kafka does
+// (NoDeleteRetention); min.cleanable.dirty.ratio is a decimal number. Set
+// checks the value's syntax and range, and leaves c unchanged on error.
 func (c *Config) Set(key, value string) error {
 	if k, ok := keyAliases[key]; ok {
 		key = k
@@ -226,6 +271,15 @@ func (c *Config) Set(key, value string) error {
 		n.ReadPath, err = ParseReadPath(value)
 	case KeyCleanup:
 		n.Cleanup, err = ParseCleanupPolicy(value)
+	case KeyMinCleanableDirtyRatio:
+		n.MinCleanableDirtyRatio, err = strconv.ParseFloat(value, 64)
+	case KeyMinCompactionLag:
+		n.MinCompactionLag, err = ParseDuration(value)
+	case KeyDeleteRetention:
+		n.DeleteRetention, err = ParseDuration(value)
+		if err == nil && n.DeleteRetention == 0 {
+			n.DeleteRetention = NoDeleteRetention
+		}
 	case KeyTimestampType:
 		n.TimestampType, err = ParseTimestampType(value)
 	case KeyMaxMessageBytes:
@@ -270,8 +324,19 @@ func zeroField(c Config, key string) bool {
 		return c.SegmentAge == 0
 	case KeyMaxMessageBytes:
 		return c.MaxMessageBytes == 0
+	case KeyMinCleanableDirtyRatio:
+		return c.MinCleanableDirtyRatio == 0
 	}
 	return false
+}
+
+// formatDeleteRetention writes NoDeleteRetention as Kafka's 0, which Set
+// reads back as NoDeleteRetention.
+func formatDeleteRetention(d time.Duration) string {
+	if d == NoDeleteRetention {
+		return FormatDuration(0)
+	}
+	return FormatDuration(d)
 }
 
 func parseUnlimited[T ~int64](s string, parse func(string) (T, error)) (T, error) {

@@ -27,6 +27,10 @@ func TestConfigDefaults(t *testing.T) {
 		TimestampType:   CreateTime,
 		MaxMessageBytes: 1048588,
 		Compression:     CompressionProducer,
+
+		MinCleanableDirtyRatio: 0.5,
+		MinCompactionLag:       0,
+		DeleteRetention:        24 * time.Hour,
 	}
 	if got := (Config{}).WithDefaults(); got != want {
 		t.Fatalf("defaults = %+v, want %+v", got, want)
@@ -61,6 +65,13 @@ func TestConfigValidate(t *testing.T) {
 		{"Cleanup", Config{Cleanup: 3}},
 		{"TimestampType", Config{TimestampType: 2}},
 		{"Compression", Config{Compression: 6}},
+		{"MinCleanableDirtyRatio", Config{MinCleanableDirtyRatio: -0.1}},
+		{"MinCleanableDirtyRatio", Config{MinCleanableDirtyRatio: 1.01}},
+		{"MinCleanableDirtyRatio", Config{MinCleanableDirtyRatio: math.NaN()}},
+		{"MinCleanableDirtyRatio", Config{MinCleanableDirtyRatio: math.Inf(1)}},
+		{"MinCompactionLag", Config{MinCompactionLag: -time.Millisecond}},
+		{"DeleteRetention", Config{DeleteRetention: -2}},
+		{"DeleteRetention", Config{DeleteRetention: -time.Hour}},
 	} {
 		err := tc.cfg.Validate()
 		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.field) {
@@ -74,6 +85,8 @@ func TestConfigValidate(t *testing.T) {
 		{Flush: FlushPolicy{Mode: FlushInterval, Interval: time.Millisecond}},
 		{Flush: FlushPolicy{Mode: FlushEveryN, EveryN: 1}},
 		{Flush: FlushPolicy{Mode: FlushNone}, ReadPath: ReadSendfile, Cleanup: CleanupCompactDelete, TimestampType: LogAppendTime, Compression: CompressionZstd},
+		{MinCleanableDirtyRatio: 1, MinCompactionLag: time.Hour, DeleteRetention: NoDeleteRetention},
+		{MinCleanableDirtyRatio: 1e-9, DeleteRetention: time.Nanosecond},
 	} {
 		if err := ok.Validate(); err != nil {
 			t.Errorf("Validate(%+v) = %v", ok, err)
@@ -112,6 +125,16 @@ func TestConfigSet(t *testing.T) {
 		{"max.message.bytes", "2MiB", func(c Config) bool { return c.MaxMessageBytes == 2<<20 }},
 		{"compression.type", "uncompressed", func(c Config) bool { return c.Compression == CompressionNone }},
 		{"compression", "zstd", func(c Config) bool { return c.Compression == CompressionZstd }},
+		{"min.cleanable.dirty.ratio", "0.1", func(c Config) bool { return c.MinCleanableDirtyRatio == 0.1 }},
+		{"min.cleanable.dirty.ratio", "1", func(c Config) bool { return c.MinCleanableDirtyRatio == 1 }},
+		{"min.compaction.lag.ms", "60000", func(c Config) bool { return c.MinCompactionLag == time.Minute }},
+		{"min.compaction.lag.ms", "0", func(c Config) bool { return c.MinCompactionLag == 0 }},
+		{"min.compaction.lag.ms", "2h", func(c Config) bool { return c.MinCompactionLag == 2*time.Hour }},
+		{"delete.retention.ms", "86400000", func(c Config) bool { return c.DeleteRetention == 24*time.Hour }},
+		{"delete.retention.ms", "1s", func(c Config) bool { return c.DeleteRetention == time.Second }},
+		// Kafka's 0 is "no tombstone retention", not "the default".
+		{"delete.retention.ms", "0", func(c Config) bool { return c.DeleteRetention == NoDeleteRetention }},
+		{"delete.retention.ms", "0s", func(c Config) bool { return c.DeleteRetention == NoDeleteRetention }},
 		// Refused values, each leaving the config as it was.
 		{"partitions", "0", nil},
 		{"partitions", "-2", nil},
@@ -134,6 +157,16 @@ func TestConfigSet(t *testing.T) {
 		{"max.message.bytes", "4GiB", nil},
 		{"compression.type", "brotli", nil},
 		{"retention.hours", "1", nil},
+		{"min.cleanable.dirty.ratio", "0", nil},
+		{"min.cleanable.dirty.ratio", "-0", nil},
+		{"min.cleanable.dirty.ratio", "1.5", nil},
+		{"min.cleanable.dirty.ratio", "-0.5", nil},
+		{"min.cleanable.dirty.ratio", "NaN", nil},
+		{"min.cleanable.dirty.ratio", "half", nil},
+		{"min.compaction.lag.ms", "-1", nil},
+		{"min.compaction.lag.ms", "soon", nil},
+		{"delete.retention.ms", "-1", nil},
+		{"delete.retention.ms", "unlimited", nil},
 	} {
 		c := Config{Partitions: 5}
 		err := c.Set(tc.key, tc.value)
@@ -166,6 +199,10 @@ func randomConfig(r *rand.Rand) Config {
 		TimestampType:   TimestampType(r.IntN(len(timestampTypeNames))),
 		MaxMessageBytes: MinMaxMessageBytes + r.Int32N(math.MaxInt32-MinMaxMessageBytes),
 		Compression:     Compression(r.IntN(len(compressionNames))),
+
+		MinCleanableDirtyRatio: []float64{1, DefaultMinCleanableDirtyRatio, 1 - r.Float64()}[r.IntN(3)],
+		MinCompactionLag:       []time.Duration{0, time.Duration(r.Int64N(1 << 45))}[r.IntN(2)],
+		DeleteRetention:        []time.Duration{NoDeleteRetention, DefaultDeleteRetention, time.Duration(1 + r.Int64N(1<<45))}[r.IntN(3)],
 	}
 	switch r.IntN(4) {
 	case 1:
@@ -373,7 +410,9 @@ func FuzzConfigSet(f *testing.F) {
 		f.Add(k, "1")
 	}
 	for _, s := range [][2]string{{"flush", "interval:1d2h"}, {"flush", "every:9"}, {"retention", "-1"},
-		{"segment.bytes", "1GiB"}, {"retention.ms", "9999999999999999"}, {"flush", "interval:"}, {"cleanup.policy", "delete,compact"}} {
+		{"segment.bytes", "1GiB"}, {"retention.ms", "9999999999999999"}, {"flush", "interval:"}, {"cleanup.policy", "delete,compact"},
+		{"min.cleanable.dirty.ratio", "0.75"}, {"min.cleanable.dirty.ratio", "1e-300"}, {"min.cleanable.dirty.ratio", "0x1p-2"},
+		{"delete.retention.ms", "0"}, {"min.compaction.lag.ms", "1d"}} {
 		f.Add(s[0], s[1])
 	}
 	f.Fuzz(func(t *testing.T, key, value string) {

@@ -21,6 +21,11 @@
 // default (Kafka's where Kafka has one), so Config{} is valid. Settings and
 // Set convert to and from Kafka-style "key=value" strings for the command
 // line: "retention.ms=7d", "flush=interval:100ms", "segment.bytes=512MiB".
+// The compaction settings (min.cleanable.dirty.ratio, min.compaction.lag.ms,
+// delete.retention.ms) matter only to topics whose cleanup policy compacts;
+// delete.retention.ms=0 means what it means in Kafka, no tombstone
+// retention (NoDeleteRetention), not the default. A catalog written before
+// a setting existed loads with that setting's default.
 //
 // The flush policy (FlushPolicy) and read path (ReadPath) are this
 // package's own small types rather than the log package's. The catalog
