@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -575,6 +576,16 @@ func (c *Consumer) decode(pp *pollPart, v *readpath.View, recs []Record) ([]Reco
 				pp.pos, pp.moved = bt.LastOffset()+1, true
 				continue
 			}
+			// Room for what this read holds, going by this batch's
+			// records per byte, up to MaxPollRecords: a consumer that keeps
+			// up reads a batch or two per Poll, and a slice sized for
+			// MaxPollRecords allocated (and zeroed) 64 KiB per Poll, which
+			// at tens of thousands of polls a second kept the garbage
+			// collector running all the time.
+			if len(recs) == cap(recs) {
+				est := max(int64(bt.NumRecords())*int64(len(bt)+len(rest))/int64(len(bt)), 1)
+				recs = slices.Grow(recs, int(min(est, int64(c.opts.MaxPollRecords-len(recs)))))
+			}
 			var full bool
 			if c.opts.ZeroCopy && bt.Codec() != record.CodecNone {
 				// The records alias the decompression buffer: keep the
@@ -654,9 +665,6 @@ func (c *Consumer) decodeRecords(it *record.RecordIter, p *partition, pp *pollPa
 				}
 				rec.Headers = append(rec.Headers, Header{Key: string(h.Key()), Value: hv})
 			}
-		}
-		if recs == nil {
-			recs = make([]Record, 0, c.opts.MaxPollRecords)
 		}
 		recs = append(recs, rec)
 		pp.pos, pp.moved = r.Offset()+1, true

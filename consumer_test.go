@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/topic"
@@ -463,5 +465,42 @@ func TestConsumerDeletedTopic(t *testing.T) {
 	}
 	if _, _, err := p.Produce(context.Background(), &Record{Topic: "t", Value: []byte("x")}); !errors.Is(err, ErrUnknownTopic) {
 		t.Fatalf("Produce to a deleted topic: %v", err)
+	}
+}
+
+// TestConsumerPollAllocatesForWhatItReturns: a consumer that keeps up gets
+// a record or two per Poll, and each Poll must allocate for those, not for
+// MaxPollRecords; at tens of thousands of polls a second, 64 KiB apiece
+// kept the garbage collector running without pause and made the tail
+// latency. A count of bytes, not a timing.
+func TestConsumerPollAllocatesForWhatItReturns(t *testing.T) {
+	b := openT(t, t.TempDir(), nil)
+	createTopicT(t, b, "t", TopicConfig{Flush: FlushNone})
+	p := producerT(t, b, nil)
+	c := consumerT(t, b, nil)
+	_ = c.Assign(Assignment{Topic: "t"})
+	const polls = 50
+	var allocated uint64
+	var before, after runtime.MemStats
+	for i := range polls {
+		if _, _, err := p.Produce(context.Background(), &Record{Topic: "t", Value: value("a", i)}); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&before)
+		recs, err := c.Poll(context.Background())
+		runtime.ReadMemStats(&after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) != 1 || recs[0].Offset != int64(i) || !bytes.Equal(recs[0].Value, value("a", i)) {
+			t.Fatalf("poll %d: %d records, want record %d alone", i, len(recs), i)
+		}
+		allocated += after.TotalAlloc - before.TotalAlloc
+	}
+	perPoll := allocated / polls
+	limit := uint64(unsafe.Sizeof(Record{})) * DefaultMaxPollRecords / 8
+	t.Logf("a one-record Poll allocates %d bytes", perPoll)
+	if perPoll > limit {
+		t.Fatalf("a one-record Poll allocates %d bytes; room for MaxPollRecords/8 records is %d", perPoll, limit)
 	}
 }
