@@ -590,6 +590,7 @@ func (pp *prodPart) kick() {
 // send appends batches until there are none to append.
 func (pp *prodPart) send() {
 	defer pp.pr.senders.Done()
+	first := true
 	for {
 		pp.mu.Lock()
 		batches := pp.ready
@@ -609,6 +610,15 @@ func (pp *prodPart) send() {
 			return
 		}
 		pp.mu.Unlock()
+		if !first {
+			// The previous append woke whoever waits for it (consumers at
+			// the high watermark, Produce callers); the runtime queued them
+			// to run next on this thread, which the next append would keep
+			// in a write and, under FlushSync, an fsync for a long while.
+			// Let them run first.
+			runtime.Gosched()
+		}
+		first = false
 		pp.appendBatches(batches)
 	}
 }
