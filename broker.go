@@ -31,6 +31,10 @@ type Broker struct {
 	catalog  *topic.Catalog
 	caps     *log.ResourceCaps
 	readOnly bool
+	// cleaner compacts every partition of the topics whose cleanup policy
+	// compacts, so that Options.Cleaner bounds the memory and concurrency
+	// of all cleaning. Nil for a read-only Broker, which never writes.
+	cleaner *log.Cleaner
 
 	// topicsMu serialises topic changes (create, delete, add partitions)
 	// with each other and with Close, and is held while the partitions'
@@ -140,7 +144,7 @@ func openReadOnly(dir string, o Options) (*Broker, error) {
 	return open(dir, o, nil)
 }
 
-func open(dir string, o Options, lk *dirLock) (*Broker, error) {
+func open(dir string, o Options, lk *dirLock) (_ *Broker, retErr error) {
 	b := &Broker{
 		dir:       filepath.Clean(dir),
 		opts:      o,
@@ -160,6 +164,17 @@ func open(dir string, o Options, lk *dirLock) (*Broker, error) {
 	fresh, err := checkFormat(b.fs, b.dir, !b.readOnly)
 	if err != nil {
 		return nil, err
+	}
+	if !b.readOnly {
+		// Before the partitions: their logs register with it as they open.
+		if b.cleaner, err = log.NewCleaner(o.Cleaner); err != nil {
+			return nil, fmt.Errorf("folio: Options.Cleaner: %w: %w", ErrInvalidConfig, err)
+		}
+		defer func() {
+			if retErr != nil {
+				_ = b.cleaner.Close()
+			}
+		}()
 	}
 	clean, cleanAt, damaged := readCleanMarker(b.fs, b.dir)
 	if damaged != nil {
@@ -258,6 +273,7 @@ func (b *Broker) openTopics(infos []topic.Info, ckpt map[partKey]checkpointEntry
 				st := log.State{Clean: (clean && ok) || b.readOnly}
 				if ok {
 					st.RecoveryPoint, st.LogStartOffset = e.recoveryPoint, e.logStartOffset
+					st.FirstDirtyOffset = e.firstDirtyOffset
 				}
 				p, err := b.openPartition(j.ts.info, j.p, st)
 				if err != nil {
@@ -328,6 +344,14 @@ func (b *Broker) logOptions(cfg topic.Config) (*log.Options, error) {
 		BeforeFirstWrite:       b.beforeFirstWrite,
 		Caps:                   b.caps,
 		Now:                    b.opts.Now,
+		Compact:                cfg.Cleanup.Compacts(),
+		MinCleanableDirtyRatio: cfg.MinCleanableDirtyRatio,
+		MinCompactionLag:       cfg.MinCompactionLag,
+		DeleteRetention:        cfg.DeleteRetention,
+		Cleaner:                b.cleaner,
+	}
+	if cfg.DeleteRetention == topic.NoDeleteRetention {
+		o.DeleteRetention = -1 // the log's "none"
 	}
 	if b.readOnly {
 		// Beside a live writer: files O_RDONLY, no recovery, no goroutine,
@@ -344,7 +368,8 @@ func (b *Broker) logOptions(cfg topic.Config) (*log.Options, error) {
 		o.RetentionAge = -1
 	}
 	if !cfg.Cleanup.Deletes() {
-		// A compact-only topic never deletes by retention.
+		// A compact-only topic never deletes by retention; compact,delete
+		// keeps the topic's retention beside compaction.
 		o.RetentionBytes, o.RetentionAge = 0, -1
 	}
 	switch cfg.Flush.Mode {
@@ -436,8 +461,8 @@ func (b *Broker) expireProducers(now time.Time) int {
 	return n
 }
 
-// Checkpoint writes every partition's recovery point and log start offset
-// to CheckpointFile now (the Broker also does so every
+// Checkpoint writes every partition's recovery point, log start offset and
+// cleaner checkpoint to CheckpointFile now (the Broker also does so every
 // Options.CheckpointInterval and at Close). A later recovery after a crash
 // scans only what lies beyond these recovery points.
 func (b *Broker) Checkpoint() error {
@@ -457,10 +482,15 @@ func (b *Broker) writeCheckpoint(parts []*partition) error {
 	entries := make([]checkpointEntry, 0, len(parts))
 	for _, p := range parts {
 		st := p.log.Checkpoint()
-		entries = append(entries, checkpointEntry{
+		e := checkpointEntry{
 			topic: p.topic, id: p.id, partition: p.index,
 			recoveryPoint: st.RecoveryPoint, logStartOffset: st.LogStartOffset,
-		})
+		}
+		if p.cfg.Cleanup.Compacts() {
+			// Only a compacted log has a cleaner checkpoint (as in Kafka).
+			e.firstDirtyOffset = st.FirstDirtyOffset
+		}
+		entries = append(entries, e)
 	}
 	err := writeMetaFile(b.fs, b.dir, CheckpointFile, encodeCheckpoint(entries))
 	b.metrics.Checkpointed(len(entries), time.Since(start), err)
@@ -482,8 +512,9 @@ func (b *Broker) allPartitions() []*partition {
 
 // Close closes the producers (each first appends what it buffered) and
 // consumers made from the Broker, then every partition's log (each fsyncs
-// what it holds), writes the checkpoint file, and, if all of that
-// succeeded, the clean-shutdown marker, so that the next Open skips
+// what it holds; a compaction pass under way is abandoned, its files
+// removed), stops the log cleaner, writes the checkpoint file, and, if all
+// of that succeeded, the clean-shutdown marker, so that the next Open skips
 // recovery. It releases the directory lock last. Close is idempotent;
 // later calls return ErrClosed.
 func (b *Broker) Close() error {
@@ -529,6 +560,13 @@ func (b *Broker) Close() error {
 		}
 		if !p.log.Checkpoint().Clean {
 			cleanLogs = false
+		}
+	}
+	// After the logs: each closed log has left the cleaner and waited out
+	// its pass, so stopping the workers abandons nothing of theirs.
+	if b.cleaner != nil {
+		if err := b.cleaner.Close(); err != nil && !errors.Is(err, log.ErrClosed) {
+			errs = append(errs, fmt.Errorf("folio: closing the log cleaner: %w", err))
 		}
 	}
 	if !b.readOnly {

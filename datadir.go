@@ -21,9 +21,10 @@ const (
 	LockFile = ".lock"
 	// FormatFile records the on-disk format version of the directory.
 	FormatFile = "folio.format"
-	// CheckpointFile holds every partition's recovery point and log start
-	// offset (Kafka's recovery-point-offset-checkpoint and
-	// log-start-offset-checkpoint in one file).
+	// CheckpointFile holds every partition's recovery point, log start
+	// offset and, for compacted partitions, cleaner checkpoint (Kafka's
+	// recovery-point-offset-checkpoint, log-start-offset-checkpoint and
+	// cleaner-offset-checkpoint in one file).
 	CheckpointFile = "partitions.checkpoint"
 	// CleanShutdownFile exists while the directory is known consistent:
 	// written at a clean Close, removed durably before the first write of
@@ -47,7 +48,9 @@ const (
 	cleanMagic      = "FCLN"
 	snapshotMagic   = "FPSS"
 
-	checkpointVersion = 1
+	// checkpointVersion is the version written. Version 1 had no
+	// firstDirtyOffset; it is still read (see decodeCheckpoint).
+	checkpointVersion = 2
 	cleanVersion      = 1
 	snapshotVersion   = 1
 )
@@ -116,14 +119,20 @@ type checkpointEntry struct {
 	partition      int32
 	recoveryPoint  int64
 	logStartOffset int64
+	// firstDirtyOffset is the cleaner checkpoint of a compacted log
+	// (log.State.FirstDirtyOffset, Kafka's cleaner-offset-checkpoint);
+	// zero for other logs and in entries read from a version 1 file.
+	firstDirtyOffset int64
 }
 
-// encodeCheckpoint lays out the payload:
+// encodeCheckpoint lays out the payload (version 2):
 //
 //	count u32, then per entry: id [16]byte | partition i32 |
-//	recoveryPoint i64 | logStartOffset i64 | name length u16 | name
+//	recoveryPoint i64 | logStartOffset i64 | firstDirtyOffset i64 |
+//	name length u16 | name
 //
-// sorted by (name, partition) so equal states give equal files.
+// sorted by (name, partition) so equal states give equal files. Version 1
+// was the same without firstDirtyOffset.
 func encodeCheckpoint(entries []checkpointEntry) []byte {
 	sort.Slice(entries, func(i, j int) bool {
 		if entries[i].topic != entries[j].topic {
@@ -133,7 +142,7 @@ func encodeCheckpoint(entries []checkpointEntry) []byte {
 	})
 	size := 4
 	for _, e := range entries {
-		size += 16 + 4 + 8 + 8 + 2 + len(e.topic)
+		size += checkpointFixedV2 + len(e.topic)
 	}
 	p := make([]byte, 0, size)
 	p = binary.BigEndian.AppendUint32(p, uint32(len(entries)))
@@ -142,21 +151,38 @@ func encodeCheckpoint(entries []checkpointEntry) []byte {
 		p = binary.BigEndian.AppendUint32(p, uint32(e.partition))
 		p = binary.BigEndian.AppendUint64(p, uint64(e.recoveryPoint))
 		p = binary.BigEndian.AppendUint64(p, uint64(e.logStartOffset))
+		p = binary.BigEndian.AppendUint64(p, uint64(e.firstDirtyOffset))
 		p = binary.BigEndian.AppendUint16(p, uint16(len(e.topic)))
 		p = append(p, e.topic...)
 	}
 	return encodeMeta(checkpointMagic, checkpointVersion, p)
 }
 
-// decodeCheckpoint parses a checkpoint file. Every structural problem is
-// ErrCorrupt: a checkpoint that lies would let recovery skip a torn tail.
+// Fixed bytes of one checkpoint entry (everything but the name), by
+// version.
+const (
+	checkpointFixedV1 = 16 + 4 + 8 + 8 + 2
+	checkpointFixedV2 = checkpointFixedV1 + 8
+)
+
+// decodeCheckpoint parses a checkpoint file of version 1 or 2. Every
+// structural problem is ErrCorrupt: a checkpoint that lies would let
+// recovery skip a torn tail. A version 1 entry has no cleaner checkpoint:
+// its firstDirtyOffset is zero, which the log takes as "nothing cleaned"
+// (the safe answer: a full cleaning, tombstones kept longer).
 func decodeCheckpoint(data []byte) (map[partKey]checkpointEntry, error) {
 	v, p, err := decodeMeta(CheckpointFile, checkpointMagic, data)
 	if err != nil {
 		return nil, err
 	}
-	if v != checkpointVersion {
-		return nil, fmt.Errorf("%w: %s version %d, this Folio knows %d", ErrUnknownFormat, CheckpointFile, v, checkpointVersion)
+	var fixed uint64
+	switch v {
+	case 1:
+		fixed = checkpointFixedV1
+	case 2:
+		fixed = checkpointFixedV2
+	default:
+		return nil, fmt.Errorf("%w: %s version %d, this Folio knows 1 to %d", ErrUnknownFormat, CheckpointFile, v, checkpointVersion)
 	}
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s: %s", ErrCorrupt, CheckpointFile, fmt.Sprintf(format, args...))
@@ -166,13 +192,12 @@ func decodeCheckpoint(data []byte) (map[partKey]checkpointEntry, error) {
 	}
 	n := binary.BigEndian.Uint32(p)
 	p = p[4:]
-	const fixed = 16 + 4 + 8 + 8 + 2
 	if uint64(n)*fixed > uint64(len(p)) {
 		return nil, bad("%d entries cannot fit in %d bytes", n, len(p))
 	}
 	out := make(map[partKey]checkpointEntry, n)
 	for i := uint32(0); i < n; i++ {
-		if len(p) < fixed {
+		if uint64(len(p)) < fixed {
 			return nil, bad("entry %d truncated", i)
 		}
 		var e checkpointEntry
@@ -180,14 +205,19 @@ func decodeCheckpoint(data []byte) (map[partKey]checkpointEntry, error) {
 		e.partition = int32(binary.BigEndian.Uint32(p[16:]))
 		e.recoveryPoint = int64(binary.BigEndian.Uint64(p[20:]))
 		e.logStartOffset = int64(binary.BigEndian.Uint64(p[28:]))
-		nl := int(binary.BigEndian.Uint16(p[36:]))
+		q := p[36:]
+		if v >= 2 {
+			e.firstDirtyOffset = int64(binary.BigEndian.Uint64(q))
+			q = q[8:]
+		}
+		nl := int(binary.BigEndian.Uint16(q))
 		p = p[fixed:]
 		if len(p) < nl {
 			return nil, bad("entry %d: name of %d bytes truncated", i, nl)
 		}
 		e.topic = string(p[:nl])
 		p = p[nl:]
-		if e.partition < 0 || e.recoveryPoint < 0 || e.logStartOffset < 0 {
+		if e.partition < 0 || e.recoveryPoint < 0 || e.logStartOffset < 0 || e.firstDirtyOffset < 0 {
 			return nil, bad("entry %d (%s-%d): negative field", i, e.topic, e.partition)
 		}
 		k := partKey{e.id, e.partition}

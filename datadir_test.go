@@ -149,9 +149,9 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	var id1, id2 topic.ID
 	id1[0], id2[15] = 1, 2
 	in := []checkpointEntry{
-		{topic: "b", id: id2, partition: 3, recoveryPoint: 1 << 40, logStartOffset: 7},
+		{topic: "b", id: id2, partition: 3, recoveryPoint: 1 << 40, logStartOffset: 7, firstDirtyOffset: 1<<40 - 5},
 		{topic: "a", id: id1, partition: 0, recoveryPoint: 0, logStartOffset: 0},
-		{topic: "a", id: id1, partition: 1, recoveryPoint: 99, logStartOffset: 12},
+		{topic: "a", id: id1, partition: 1, recoveryPoint: 99, logStartOffset: 12, firstDirtyOffset: 40},
 	}
 	data := encodeCheckpoint(slices.Clone(in))
 	got, err := decodeCheckpoint(data)
@@ -190,8 +190,12 @@ func TestCheckpointDecodeRefusesDamage(t *testing.T) {
 		"newer version":  {encodeMeta(checkpointMagic, checkpointVersion+1, []byte{0, 0, 0, 0}), ErrUnknownFormat},
 		"count too big":  {encodeMeta(checkpointMagic, checkpointVersion, []byte{0, 0, 0, 9}), ErrCorrupt},
 		"trailing bytes": {encodeMeta(checkpointMagic, checkpointVersion, []byte{0, 0, 0, 0, 1}), ErrCorrupt},
-		"negative offset": {encodeMeta(checkpointMagic, checkpointVersion, append([]byte{0, 0, 0, 1},
+		"negative offset v1": {encodeMeta(checkpointMagic, 1, append([]byte{0, 0, 0, 1},
 			append(make([]byte, 16+4), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)...)), ErrCorrupt},
+		"negative first dirty offset": {encodeMeta(checkpointMagic, 2, append([]byte{0, 0, 0, 1},
+			append(make([]byte, 16+4+8+8), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0)...)), ErrCorrupt},
+		"version 0":          {encodeMeta(checkpointMagic, 0, []byte{0, 0, 0, 0}), ErrUnknownFormat},
+		"v1 entry truncated": {encodeMeta(checkpointMagic, 1, append([]byte{0, 0, 0, 1}, make([]byte, 16+4+8+8+1)...)), ErrCorrupt},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -211,6 +215,8 @@ func FuzzDecodeCheckpoint(f *testing.F) {
 	f.Add(encodeCheckpoint([]checkpointEntry{{topic: "orders", id: id, partition: 2, recoveryPoint: 100, logStartOffset: 10}}))
 	f.Add(encodeCheckpoint([]checkpointEntry{{topic: "a", id: id}, {topic: "b", id: topic.ID{1}, partition: 1 << 20}}))
 	f.Add([]byte("FCHK\x00\x01\x00\x00\x00\x00\x00\x04\x00\x00\x00\x00"))
+	f.Add(encodeCheckpoint([]checkpointEntry{{topic: "users", id: id, partition: 1, recoveryPoint: 90, logStartOffset: 5, firstDirtyOffset: 60}}))
+	f.Add(encodeCheckpointV1([]checkpointEntry{{topic: "orders", id: id, partition: 2, recoveryPoint: 100, logStartOffset: 10}}))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := decodeCheckpoint(data)
 		if err != nil {

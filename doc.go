@@ -40,6 +40,21 @@
 // every consumer); Options.Metrics receives events for a metrics system, and
 // Options.Logger the Broker's own log.
 //
+// # Compaction
+//
+// A topic whose cleanup policy is compact (or compact,delete, which keeps
+// retention too) is compacted as Kafka compacts: the Broker's one log
+// cleaner (Options.Cleaner), shared by every such partition, keeps the
+// latest record of each key and, DeleteRetention after they were first
+// cleaned, drops tombstones (records with a null value). A partition is
+// cleaned once the share of its cleanable records not yet cleaned reaches
+// MinCleanableDirtyRatio; records younger than MinCompactionLag and the
+// active segment are never touched. Records without a key are refused
+// (ErrInvalidBatch). Compacted records keep their offsets, so a consumer
+// sees gaps, never an error. Broker.Log(topic, p).Compact(ctx) cleans one
+// partition now. __consumer_offsets is a compacted topic: a group's
+// superseded commits go away.
+//
 // # Durability: what an acknowledgement means
 //
 // The topic's flush policy decides, and every acknowledgement keeps it:
@@ -72,9 +87,12 @@
 //   - FormatFile, the on-disk format version: a directory of an unknown
 //     version, or holding other files and no FormatFile, is refused with
 //     ErrUnknownFormat.
-//   - CheckpointFile, every partition's recovery point and log start offset,
-//     written every Options.CheckpointInterval (60 s) and at Close, never per
-//     append.
+//   - CheckpointFile, every partition's recovery point, log start offset and
+//     cleaner checkpoint (for a compacted partition, the offset below which
+//     everything has been cleaned), written every Options.CheckpointInterval
+//     (60 s) and at Close, never per append. Files written before Folio
+//     compacted (checkpoint version 1) are read, their partitions cleaned
+//     again from the start.
 //   - CleanShutdownFile, written at a clean Close and removed durably before
 //     the first write of the next session. Without it, each partition scans
 //     its segments from its recovery point and cuts a torn tail.
@@ -102,9 +120,14 @@
 //
 // # Caveats
 //
-//   - Compaction (cleanup.policy=compact) is stored in the topic's
-//     configuration and stops deletion by retention for compact-only
-//     topics, but the log does not compact yet.
+//   - Tombstone retention runs on the clock of a cleaned segment file's
+//     modification time (as Kafka did before KIP-534): copying a data
+//     directory without file times restarts the DeleteRetention of its
+//     tombstones. A crash loses the cleaner's progress since the last
+//     checkpoint: the cleaner cleans that part again, and its tombstones
+//     stay longer, never shorter.
+//   - A producer batch holding one record without a key fails whole on a
+//     compacted topic.
 //   - A record that does not fit a batch of the topic's MaxMessageBytes on
 //     its own is refused (ErrMessageTooLarge) by its uncompressed size, as
 //     Kafka's producer does.

@@ -159,6 +159,9 @@ func kill(t testing.TB, b *Broker, fs *vfs.FaultFS) {
 	for _, p := range b.allPartitions() {
 		_ = p.close() // fails on the dead handles: nothing is written
 	}
+	if b.cleaner != nil {
+		_ = b.cleaner.Close() // its workers are goroutines of this process
+	}
 	_ = b.catalog.Close()
 	if b.lock != nil {
 		_ = b.lock.unlock()

@@ -27,6 +27,11 @@ type CheckpointEntry struct {
 	Partition      int32
 	RecoveryPoint  int64
 	LogStartOffset int64
+	// FirstDirtyOffset is the cleaner checkpoint of a compacted partition:
+	// every record below it has been through a cleaning pass. Zero for a
+	// partition that is not compacted, and in a checkpoint file written
+	// before Folio compacted (version 1).
+	FirstDirtyOffset int64
 }
 
 // CheckFormat reports whether dir is a Folio data directory of a format
@@ -50,7 +55,7 @@ func ReadCheckpoint(dir string) ([]CheckpointEntry, error) {
 	out := make([]CheckpointEntry, 0, len(m))
 	for _, e := range m {
 		out = append(out, CheckpointEntry{Topic: e.topic, TopicID: e.id, Partition: e.partition,
-			RecoveryPoint: e.recoveryPoint, LogStartOffset: e.logStartOffset})
+			RecoveryPoint: e.recoveryPoint, LogStartOffset: e.logStartOffset, FirstDirtyOffset: e.firstDirtyOffset})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Topic != out[j].Topic {

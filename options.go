@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/log"
 )
 
 // Defaults of Options.
@@ -59,8 +60,18 @@ type Options struct {
 	// top of this.
 	MaxOpenSegments int
 
+	// Cleaner configures the one log cleaner the Broker shares between the
+	// partitions of every compacted topic (cleanup.policy compact or
+	// compact,delete): how many partitions are cleaned at once, and the
+	// memory their key maps may take together. Nil means the log package's
+	// defaults (log.DefaultCleanerWorkers worker, log.DefaultCleanerBufferBytes
+	// of map, a look every log.DefaultCleanerCheckInterval). A read-only
+	// Broker has no cleaner.
+	Cleaner *log.CleanerOptions
+
 	// Now is the clock for retention, log-append time, producer-state
-	// expiry and the clean-shutdown marker. Default time.Now.
+	// expiry, tombstone retention and the clean-shutdown marker. Default
+	// time.Now.
 	Now func() time.Time
 
 	// fs is the file layer under every file of the directory except the

@@ -6,6 +6,7 @@ import (
 
 	"github.com/foliolog/folio/group"
 	"github.com/foliolog/folio/internal/readpath"
+	"github.com/foliolog/folio/log"
 )
 
 // Stats is a snapshot of a Broker's state. Counters are cumulative since
@@ -38,6 +39,12 @@ type Stats struct {
 	Checkpoints    int64
 	LastCheckpoint time.Time
 
+	// Cleaner gives the counters of the log cleaner the compacted topics
+	// share: registered partitions, passes, and failed passes with the last
+	// error, which nothing else reports (the cleaner retries a failed
+	// partition after its CheckInterval). Zero for a read-only Broker.
+	Cleaner log.CleanerStats
+
 	// Groups are the consumer-group coordinator's counters (all zero before
 	// the first group call of a Broker without an offsets topic). Per group
 	// and partition lag: GroupLag.
@@ -67,6 +74,9 @@ type PartitionStats struct {
 	// one was missing or damaged; RetentionErrors counts scheduled
 	// retention passes that failed.
 	IndexRebuilds, RetentionErrors int64
+	// Compaction gives the partition's compaction counters since Open and
+	// its cleaner checkpoint; zero for a topic that does not compact.
+	Compaction log.CompactionStats
 	// Failed is set once the partition refuses appends after a failed
 	// write or fsync; Close and Open recover it.
 	Failed bool
@@ -96,6 +106,9 @@ func (b *Broker) Stats() Stats {
 		st.LastCheckpoint = time.Unix(0, ns)
 	}
 	st.ProduceBlocked = b.producerBlock.Load()
+	if b.cleaner != nil {
+		st.Cleaner = b.cleaner.Stats()
+	}
 
 	b.clientsMu.Lock()
 	st.Producers = len(b.producers)
@@ -129,6 +142,9 @@ func (b *Broker) Stats() Stats {
 			RetentionErrors:    ls.RetentionErrors,
 			Failed:             p.failed(),
 			Consumers:          lags[p],
+		}
+		if p.cfg.Cleanup.Compacts() {
+			ps.Compaction = p.log.CompactionStats()
 		}
 		p.pstateMu.Lock()
 		if p.pstate != nil {

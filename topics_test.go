@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/topic"
 )
 
@@ -53,10 +54,14 @@ func TestTopicLifecycle(t *testing.T) {
 	if _, err := b.AddPartitions("nope", 4); !errors.Is(err, ErrUnknownTopic) {
 		t.Fatalf("AddPartitions on unknown topic: %v", err)
 	}
-	// A new partition takes records at once.
+	// A new partition takes records at once. The topic compacts, so a
+	// record needs a key.
 	p := producerT(t, b, &ProducerOptions{ManualPartitioning: true})
-	if part, off, err := p.Produce(context.Background(), &Record{Topic: "orders", Partition: 4, Value: []byte("x")}); err != nil || part != 4 || off != 0 {
+	if part, off, err := p.Produce(context.Background(), &Record{Topic: "orders", Partition: 4, Key: []byte("k"), Value: []byte("x")}); err != nil || part != 4 || off != 0 {
 		t.Fatalf("produce to a new partition: %d %d %v", part, off, err)
+	}
+	if _, _, err := p.Produce(context.Background(), &Record{Topic: "orders", Partition: 4, Value: []byte("x")}); !errors.Is(err, ErrInvalidBatch) || !errors.Is(err, log.ErrNoKey) {
+		t.Fatalf("a record without a key on a compacted topic: %v, want ErrInvalidBatch (log.ErrNoKey)", err)
 	}
 
 	// Everything survives a restart.
