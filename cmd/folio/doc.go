@@ -18,10 +18,12 @@
 //
 // Creates a topic. Every topic setting is a flag of its own (partitions,
 // retention.bytes, retention.ms, segment.bytes, segment.ms, flush,
-// read.path, cleanup.policy, message.timestamp.type, max.message.bytes,
-// compression.type) and can also be given as -config key=value; values take
-// the syntax the topic catalog stores ("7d", "512MiB", "interval:100ms",
-// "every:1000", "unlimited"). A missing directory is created.
+// read.path, cleanup.policy, min.cleanable.dirty.ratio,
+// min.compaction.lag.ms, delete.retention.ms, message.timestamp.type,
+// max.message.bytes, compression.type) and can also be given as -config
+// key=value; values take the syntax the topic catalog stores ("7d",
+// "512MiB", "interval:100ms", "every:1000", "unlimited", "0.5"). A missing
+// directory is created.
 //
 //	folio topics delete -topic T
 //
