@@ -55,6 +55,24 @@ func lessEntry(a, b *segEntry) bool { return a.base < b.base }
 type snapshot struct {
 	segs  *btree.BTreeG[*segEntry]
 	start int64
+	// bases lists segs in order of base offset, for the readers' floor
+	// lookup: a binary search of it allocates nothing, where a btree
+	// descent needs a heap-allocated pivot per read. Building it costs a
+	// pass over the segments per publication (rolls, deletions,
+	// truncations, compaction passes), never per read.
+	bases []*segEntry
+}
+
+// newSnapshot returns the snapshot of tree, which must not change
+// afterwards: a clone of the master copy (a read-only log's tree, which
+// it never fills, stays empty).
+func newSnapshot(tree *btree.BTreeG[*segEntry], start int64) *snapshot {
+	bases := make([]*segEntry, 0, tree.Len())
+	tree.Ascend(func(e *segEntry) bool {
+		bases = append(bases, e)
+		return true
+	})
+	return &snapshot{segs: tree, start: start, bases: bases}
 }
 
 // mark is a point in the log: an offset and the byte position it has in the
@@ -308,7 +326,7 @@ func (l *Log) lockAppend() {
 // publishLocked installs a fresh reader snapshot of the tree. appendMu must
 // be held.
 func (l *Log) publishLocked(start int64) {
-	l.snap.Store(&snapshot{segs: l.tree.Clone(), start: start})
+	l.snap.Store(newSnapshot(l.tree.Clone(), start))
 }
 
 // publishHWLocked recomputes the high watermark from its inputs and wakes

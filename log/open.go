@@ -463,7 +463,7 @@ func (l *Log) install(active *segEntry, next, size, start int64, st State) {
 	l.endMark = mark{offset: next, segBase: active.base, pos: size}
 	l.durMark = l.endMark
 	l.durable.Store(next)
-	l.snap.Store(&snapshot{segs: l.tree.Clone(), start: start})
+	l.snap.Store(newSnapshot(l.tree.Clone(), start))
 	if l.opts.ExternalHighWatermark {
 		l.extHW = mark{offset: start, segBase: -1}
 		if hw := min(max(st.HighWatermark, start), next); hw > start {

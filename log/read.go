@@ -81,27 +81,38 @@ func (l *Log) readSnapshot(sn *snapshot, hw *mark, offset int64, maxBytes int) (
 }
 
 // floorEntry returns the segment with the largest base at or below offset,
-// else the first one.
+// else the first one (nil for an empty log).
 func floorEntry(sn *snapshot, offset int64) *segEntry {
-	var found *segEntry
-	sn.segs.DescendLessOrEqual(&segEntry{base: offset}, func(e *segEntry) bool {
-		found = e
-		return false
-	})
-	if found == nil {
-		found, _ = sn.segs.Min()
+	if i := basesAtOrBelow(sn.bases, offset); i > 0 {
+		return sn.bases[i-1]
 	}
-	return found
+	if len(sn.bases) > 0 {
+		return sn.bases[0]
+	}
+	return nil
 }
 
 // nextEntry returns the segment after e in sn, or nil.
 func nextEntry(sn *snapshot, e *segEntry) *segEntry {
-	var found *segEntry
-	sn.segs.AscendGreaterOrEqual(&segEntry{base: e.base + 1}, func(n *segEntry) bool {
-		found = n
-		return false
-	})
-	return found
+	if i := basesAtOrBelow(sn.bases, e.base); i < len(sn.bases) {
+		return sn.bases[i]
+	}
+	return nil
+}
+
+// basesAtOrBelow returns how many of bases (ascending) start at or below
+// offset.
+func basesAtOrBelow(bases []*segEntry, offset int64) int {
+	lo, hi := 0, len(bases)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if bases[mid].base <= offset {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
 }
 
 // OffsetForTime returns the first offset whose batch has a timestamp at or

@@ -317,7 +317,7 @@ func (s *roSeg) seal() (fresh bool, err error) {
 // refreshMu must be held.
 func (l *Log) publishRO(v *roView) {
 	l.ro.view.Store(v)
-	l.snap.Store(&snapshot{segs: l.tree, start: v.start})
+	l.snap.Store(newSnapshot(l.tree, v.start))
 	l.end.Store(v.end.next)
 	l.durable.Store(min(max(l.ro.recoveryPoint, v.start), v.end.next))
 	var base int64 = -1
