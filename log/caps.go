@@ -18,10 +18,16 @@ type idleCloser interface {
 
 // ResourceCaps bounds how many sealed segments, across every Log that shares
 // it, hold open files and mappings at once. A sealed segment opens its files
-// on first use; when more than the cap are open, the least recently used
-// ones that no read is using are closed again. Active segments (one per
-// Log) always stay open and are not counted; nor are segments rolled past
-// but not yet sealed.
+// on first use; when more than the cap are open, idle ones not used lately
+// are closed again. Active segments (one per Log) always stay open and are
+// not counted; nor are segments rolled past but not yet sealed.
+//
+// Which idle segment goes is decided by CLOCK, the usual approximation of
+// least recently used: a read only sets its segment's reference bit, and
+// the sweep that evicts passes over (and clears) set bits once before it
+// takes a segment. A read of a segment that is already open therefore
+// takes no lock: every read of every log sharing the caps would otherwise
+// meet on one mutex, twice.
 //
 // The cap can be exceeded while more segments than the cap are being read
 // at the same instant: a segment in use is never closed under its reader.
@@ -29,10 +35,13 @@ type idleCloser interface {
 type ResourceCaps struct {
 	max int
 
-	// lruMu guards lru, open, and every capEntry's elem and pins.
-	lruMu sync.Mutex
-	lru   list.List // of *capEntry; front = most recently used
-	open  int
+	// ringMu guards ring, hand and every capEntry's elem. open and each
+	// entry's counted flag change only with it held, and are read without
+	// it by the reads' fast paths.
+	ringMu sync.Mutex
+	ring   list.List     // of *capEntry: the sealed segments counted open, in CLOCK order
+	hand   *list.Element // where the next sweep starts; nil means the front
+	open   atomic.Int64  // ring.Len()
 
 	evictions atomic.Int64
 }
@@ -44,14 +53,21 @@ type capEntry struct {
 
 	// closeMu orders an eviction's CloseIdle against forget: once forget
 	// returns, no CloseIdle of this entry is running or will run, so the
-	// segment can be reactivated or deleted. Lock order: closeMu, lruMu.
+	// segment can be reactivated or deleted. Lock order: closeMu, ringMu.
 	closeMu sync.Mutex
 	// eligible: the segment is sealed and may be closed when idle. Written
-	// with closeMu and lruMu held; read with either.
-	eligible bool
+	// with closeMu and ringMu held; read anywhere.
+	eligible atomic.Bool
 
-	elem *list.Element // non-nil while counted open; guarded by lruMu
-	pins int           // reads in progress; guarded by lruMu
+	elem *list.Element // non-nil while counted open; guarded by ringMu
+	// counted is elem != nil, for acquire to read without ringMu. The
+	// sweep clears it before it checks pins, and acquire adds its pin
+	// before it reads it: of a read and an eviction that race, either
+	// the sweep sees the pin and keeps the segment, or the read sees the
+	// segment uncounted and counts it again under ringMu.
+	counted atomic.Bool
+	used    atomic.Bool  // CLOCK reference bit: set by reads, cleared by sweeps
+	pins    atomic.Int32 // reads in progress
 }
 
 // NewResourceCaps returns caps that keep at most maxOpenSegments sealed
@@ -72,18 +88,16 @@ type CapsStats struct {
 
 // Stats returns the current counts.
 func (c *ResourceCaps) Stats() CapsStats {
-	c.lruMu.Lock()
-	defer c.lruMu.Unlock()
-	return CapsStats{MaxOpenSegments: c.max, OpenSegments: c.open, Evictions: c.evictions.Load()}
+	return CapsStats{MaxOpenSegments: c.max, OpenSegments: int(c.open.Load()), Evictions: c.evictions.Load()}
 }
 
 // setEligible makes a sealed segment that holds no files subject to the
 // caps: it counts as open from its first use.
 func (c *ResourceCaps) setEligible(e *capEntry) {
 	e.closeMu.Lock()
-	c.lruMu.Lock()
-	e.eligible = true
-	c.lruMu.Unlock()
+	c.ringMu.Lock()
+	e.eligible.Store(true)
+	c.ringMu.Unlock()
 	e.closeMu.Unlock()
 }
 
@@ -91,36 +105,47 @@ func (c *ResourceCaps) setEligible(e *capEntry) {
 // was written through, subject to the caps and counts it open.
 func (c *ResourceCaps) add(e *capEntry) {
 	e.closeMu.Lock()
-	c.lruMu.Lock()
-	e.eligible = true
+	c.ringMu.Lock()
+	e.eligible.Store(true)
 	c.touchLocked(e)
 	victims := c.evictLocked()
-	c.lruMu.Unlock()
+	c.ringMu.Unlock()
 	e.closeMu.Unlock()
 	c.closeIdle(victims)
 }
 
-// acquire marks e in use, so that it is not closed under a read, and most
+// acquire marks e in use, so that it is not closed under a read, and
 // recently used. An eligible segment that was not open counts as open from
-// now: the read that follows opens its files.
+// now: the read that follows opens its files. Only that case takes ringMu.
 func (c *ResourceCaps) acquire(e *capEntry) {
-	c.lruMu.Lock()
-	e.pins++
-	if e.eligible {
+	e.pins.Add(1)
+	if !e.eligible.Load() {
+		return
+	}
+	if e.counted.Load() {
+		if !e.used.Load() {
+			// Stored only when clear, which for a segment read often is
+			// once per sweep: the other reads only load it.
+			e.used.Store(true)
+		}
+		return
+	}
+	c.ringMu.Lock()
+	if e.eligible.Load() {
 		c.touchLocked(e)
 	}
-	c.lruMu.Unlock()
+	c.ringMu.Unlock()
 }
 
 // release ends a use begun by acquire and closes idle segments beyond the cap.
 func (c *ResourceCaps) release(e *capEntry) {
-	c.lruMu.Lock()
-	e.pins--
-	var victims []*capEntry
-	if c.open > c.max {
-		victims = c.evictLocked()
+	e.pins.Add(-1)
+	if c.open.Load() <= int64(c.max) {
+		return
 	}
-	c.lruMu.Unlock()
+	c.ringMu.Lock()
+	victims := c.evictLocked()
+	c.ringMu.Unlock()
 	c.closeIdle(victims)
 }
 
@@ -129,46 +154,72 @@ func (c *ResourceCaps) release(e *capEntry) {
 // of e that is under way.
 func (c *ResourceCaps) forget(e *capEntry) {
 	e.closeMu.Lock()
-	c.lruMu.Lock()
-	e.eligible = false
+	c.ringMu.Lock()
+	e.eligible.Store(false)
 	if e.elem != nil {
-		c.lru.Remove(e.elem)
-		e.elem = nil
-		c.open--
-		e.owner.Add(-1)
+		c.unlinkLocked(e)
 	}
-	c.lruMu.Unlock()
+	c.ringMu.Unlock()
 	e.closeMu.Unlock()
 }
 
+// touchLocked marks e used and counts it open if it was not. A segment new
+// to the ring goes just behind the hand, so that the sweep reaches it last.
 func (c *ResourceCaps) touchLocked(e *capEntry) {
+	e.used.Store(true)
 	if e.elem != nil {
-		if c.lru.Front() != e.elem {
-			c.lru.MoveToFront(e.elem)
-		}
 		return
 	}
-	e.elem = c.lru.PushFront(e)
-	c.open++
+	if c.hand != nil {
+		e.elem = c.ring.InsertBefore(e, c.hand)
+	} else {
+		e.elem = c.ring.PushBack(e)
+	}
+	e.counted.Store(true)
+	c.open.Add(1)
 	e.owner.Add(1)
 }
 
-// evictLocked unlinks least recently used idle segments until the count is
-// back under the cap and returns them for closing outside lruMu, so that one
-// slow close does not stall the reads of every log sharing the caps.
+// unlinkLocked takes e out of the ring and the open counts.
+func (c *ResourceCaps) unlinkLocked(e *capEntry) {
+	if c.hand == e.elem {
+		c.hand = e.elem.Next()
+	}
+	c.ring.Remove(e.elem)
+	e.elem = nil
+	e.counted.Store(false)
+	c.open.Add(-1)
+	e.owner.Add(-1)
+}
+
+// evictLocked sweeps the ring until the count is back under the cap and
+// returns the segments it took out, for closing outside ringMu, so that one
+// slow close does not stall the reads of every log sharing the caps. Two
+// turns of the hand suffice: the first clears every reference bit it
+// passes, so the second takes every idle segment it meets. Segments being
+// read are passed over; if all of them are, the cap stays exceeded until
+// a read ends.
 func (c *ResourceCaps) evictLocked() []*capEntry {
 	var victims []*capEntry
-	for el := c.lru.Back(); el != nil && c.open > c.max; {
-		e := el.Value.(*capEntry)
-		prev := el.Prev()
-		if e.pins == 0 {
-			c.lru.Remove(el)
-			e.elem = nil
-			c.open--
-			e.owner.Add(-1)
-			victims = append(victims, e)
+	for steps := 2 * c.ring.Len(); steps > 0 && c.open.Load() > int64(c.max); steps-- {
+		el := c.hand
+		if el == nil {
+			el = c.ring.Front()
 		}
-		el = prev
+		c.hand = el.Next()
+		e := el.Value.(*capEntry)
+		if e.used.Load() {
+			e.used.Store(false)
+			continue
+		}
+		// Uncount first, then look for a pin (see capEntry.counted).
+		e.counted.Store(false)
+		if e.pins.Load() != 0 {
+			e.counted.Store(true)
+			continue
+		}
+		c.unlinkLocked(e)
+		victims = append(victims, e)
 	}
 	c.evictions.Add(int64(len(victims)))
 	return victims
@@ -181,9 +232,9 @@ func (c *ResourceCaps) evictLocked() []*capEntry {
 func (c *ResourceCaps) closeIdle(victims []*capEntry) {
 	for _, e := range victims {
 		e.closeMu.Lock()
-		c.lruMu.Lock()
-		still := e.eligible && e.elem == nil && e.pins == 0
-		c.lruMu.Unlock()
+		c.ringMu.Lock()
+		still := e.eligible.Load() && e.elem == nil && e.pins.Load() == 0
+		c.ringMu.Unlock()
 		if still {
 			// Closing an idle descriptor loses nothing: the segment is
 			// sealed and synced, and it reloads lazily on next use.

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/foliolog/folio/internal/readpath"
@@ -172,4 +173,168 @@ func TestThousandPartitionsUnderCaps(t *testing.T) {
 		t.Fatal(err)
 	}
 	v.Release()
+}
+
+// fakeSegment stands in for a sealed segment under the caps: a read loads
+// its files, CloseIdle drops them.
+type fakeSegment struct {
+	capEntry
+	loaded atomic.Bool
+	closes atomic.Int64
+}
+
+func (f *fakeSegment) CloseIdle() error {
+	f.loaded.Store(false)
+	f.closes.Add(1)
+	return nil
+}
+
+func newFakeSegments(n int, owner *atomic.Int64) []*fakeSegment {
+	segs := make([]*fakeSegment, n)
+	for i := range segs {
+		f := &fakeSegment{}
+		f.capEntry = capEntry{closer: f, owner: owner}
+		segs[i] = f
+	}
+	return segs
+}
+
+// read is what Log.Read does to a segment under the caps.
+func (f *fakeSegment) read(c *ResourceCaps) {
+	c.acquire(&f.capEntry)
+	f.loaded.Store(true)
+	c.release(&f.capEntry)
+}
+
+// TestCapsClock: past the cap, a sweep closes idle segments that were not
+// read since the sweep before, never the one just read, never one being
+// read; the cap holds again once that read ends.
+func TestCapsClock(t *testing.T) {
+	var owner atomic.Int64
+	c := NewResourceCaps(3)
+	segs := newFakeSegments(6, &owner)
+	for _, f := range segs[:4] {
+		c.setEligible(&f.capEntry)
+		f.read(c)
+	}
+	// The fourth read took the count past the cap: one segment went, and
+	// the sweep cleared every other reference bit on its way.
+	if s := c.Stats(); s.OpenSegments != 3 || s.Evictions != 1 || owner.Load() != 3 {
+		t.Fatalf("after four reads under a cap of 3: %+v, owner count %d", s, owner.Load())
+	}
+	segs[2].read(c)
+	c.add(&segs[4].capEntry) // sealed with its files: counts open at once
+	if segs[2].closes.Load() != 0 || segs[4].closes.Load() != 0 {
+		t.Fatalf("closed the segment just read (%d) or just added (%d)", segs[2].closes.Load(), segs[4].closes.Load())
+	}
+	if s := c.Stats(); s.OpenSegments != 3 || s.Evictions != 2 {
+		t.Fatalf("after the add: %+v", s)
+	}
+
+	// Pin every open segment: a read of another one exceeds the cap while
+	// it lasts; once it ends, that segment is the only idle one, so it is
+	// the one to go, and nothing is closed under its reader.
+	var open []*fakeSegment
+	closed := make(map[*fakeSegment]int64)
+	for _, f := range segs {
+		if f.capEntry.counted.Load() {
+			open = append(open, f)
+			closed[f] = f.closes.Load()
+			c.acquire(&f.capEntry)
+		}
+	}
+	before := c.Stats().Evictions
+	c.setEligible(&segs[5].capEntry)
+	c.acquire(&segs[5].capEntry)
+	if s := c.Stats(); s.OpenSegments != 4 {
+		t.Fatalf("while four are being read: %+v", s)
+	}
+	c.release(&segs[5].capEntry)
+	if s := c.Stats(); s.OpenSegments != 3 || s.Evictions != before+1 || segs[5].closes.Load() != 1 {
+		t.Fatalf("with three pinned: %+v, the idle one closed %d times", s, segs[5].closes.Load())
+	}
+	for _, f := range open {
+		if f.closes.Load() != closed[f] {
+			t.Fatal("a segment was closed while being read")
+		}
+	}
+	for _, f := range open {
+		c.release(&f.capEntry)
+	}
+	if s := c.Stats(); s.OpenSegments > 3 {
+		t.Fatalf("the cap was not restored when the reads ended: %+v", s)
+	}
+	for _, f := range segs {
+		c.forget(&f.capEntry)
+	}
+	if s := c.Stats(); s.OpenSegments != 0 || owner.Load() != 0 {
+		t.Fatalf("after forgetting every segment: %+v, owner count %d", s, owner.Load())
+	}
+}
+
+// TestCapsConcurrentReads races reads, which take no lock on an open
+// segment, against the sweeps they trigger. Once they stop, every segment
+// holding files is counted open (an eviction never loses one), the counts
+// agree, and the cap holds.
+func TestCapsConcurrentReads(t *testing.T) {
+	seed := testSeed(t)
+	var owner atomic.Int64
+	const maxOpen = 4
+	c := NewResourceCaps(maxOpen)
+	segs := newFakeSegments(16, &owner)
+	for _, f := range segs {
+		c.setEligible(&f.capEntry)
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			rng := newRand(seed + uint64(g))
+			for i := 0; i < 20000; i++ {
+				// Mostly a few hot segments, sometimes a cold one.
+				n := 3
+				if rng.IntN(8) == 0 {
+					n = len(segs)
+				}
+				segs[rng.IntN(n)].read(c)
+			}
+		}(g)
+	}
+	wg.Wait()
+	c.ringMu.Lock()
+	ringLen := c.ring.Len()
+	c.ringMu.Unlock()
+	s := c.Stats()
+	if s.OpenSegments > maxOpen || int64(ringLen) != c.open.Load() || owner.Load() != c.open.Load() || s.Evictions == 0 {
+		t.Fatalf("%+v: ring %d, owner count %d", s, ringLen, owner.Load())
+	}
+	for i, f := range segs {
+		if f.loaded.Load() && !f.capEntry.counted.Load() {
+			t.Errorf("segment %d holds files but is not counted open", i)
+		}
+		if f.pins.Load() != 0 {
+			t.Errorf("segment %d has %d pins left", i, f.pins.Load())
+		}
+	}
+	t.Logf("%+v", s)
+}
+
+// BenchmarkCapsRead is the caps' share of a read of an open sealed
+// segment, from parallel readers of several logs sharing the caps.
+func BenchmarkCapsRead(b *testing.B) {
+	var owner atomic.Int64
+	c := NewResourceCaps(0)
+	segs := newFakeSegments(64, &owner)
+	for _, f := range segs {
+		c.add(&f.capEntry)
+	}
+	var next atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		f := segs[next.Add(1)%int64(len(segs))]
+		for pb.Next() {
+			c.acquire(&f.capEntry)
+			c.release(&f.capEntry)
+		}
+	})
 }

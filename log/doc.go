@@ -146,8 +146,10 @@
 // # Resources
 //
 // A ResourceCaps, shared by all logs of a process, bounds how many sealed
-// segments hold descriptors and mappings; the least recently used idle ones
-// are closed again. Active segments always hold theirs.
+// segments hold descriptors and mappings; idle ones not read lately are
+// closed again (CLOCK, an approximation of least recently used, which lets
+// a read of an open segment take no lock). Active segments always hold
+// theirs.
 //
 // # Reading beside a writer
 //
