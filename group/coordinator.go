@@ -130,6 +130,7 @@ type Coordinator struct {
 	stats struct {
 		rebalances, commits, commitErrors, expired atomic.Int64
 		loaded, skipped, clamped                   atomic.Int64
+		metadataWrites, metadataErrors             atomic.Int64
 		loadTime                                   atomic.Int64
 	}
 }
@@ -366,6 +367,10 @@ type Stats struct {
 	// Clamped counts committed offsets found beyond their partition's log
 	// end at load and moved back to it.
 	Clamped int64
+	// MetadataWrites counts group metadata records written (completed
+	// rebalances, groups become Empty); MetadataErrors those that failed,
+	// which leave readers of the offsets topic an older membership.
+	MetadataWrites, MetadataErrors int64
 }
 
 // Stats returns the coordinator's counters.
@@ -379,6 +384,8 @@ func (c *Coordinator) Stats() Stats {
 		SkippedRecords: c.stats.skipped.Load(),
 		LoadTime:       time.Duration(c.stats.loadTime.Load()),
 		Clamped:        c.stats.clamped.Load(),
+		MetadataWrites: c.stats.metadataWrites.Load(),
+		MetadataErrors: c.stats.metadataErrors.Load(),
 	}
 	c.groupsMu.Lock()
 	groups := make([]*group, 0, len(c.groups))

@@ -82,6 +82,25 @@
 // acknowledged commit survives a power cut; concurrent commits share
 // fsyncs (the log's group commit).
 //
+// # Group metadata
+//
+// A group's membership is written to the topic too, so that a reader of
+// the files (folio groups, a Kafka tool) sees it beside the running
+// application: a record with key GroupMetadataKey v2 (= group; the key
+// version differs from an offset key's, so compaction never confuses the
+// two) and value GroupMetadataValue v3 (= protocol type, generation,
+// protocol, leader, state timestamp, and per member its member id, group
+// instance id, client id and host, rebalance and session timeouts,
+// subscription and assignment bytes), in the group's partition. It is
+// written when the leader's SyncGroup completes a generation (before any
+// member hears its assignment), when a static member's restart takes over
+// its old member id, and when the group becomes Empty (members and
+// protocol then absent); DeleteGroups writes a tombstone. The latest
+// record of a group is its membership. The writes are best effort: a
+// failed one is logged and counted (Stats().MetadataErrors) and does not
+// fail the rebalance. They run under the group's lock, so a group's
+// requests wait out one append per rebalance.
+//
 // NewCoordinator loads every partition of the topic before it serves. A
 // committed offset beyond its partition's log end, meaning that records
 // the group had consumed were lost afterwards (a power cut under a flush
@@ -115,10 +134,13 @@
 //
 // # Caveats
 //
-//   - Only committed offsets are durable. Group membership (members,
-//     generations, assignments) lives in memory, as in-process members do;
-//     after a restart every group is Empty with its offsets, and its
-//     generations count from 1 again.
+//   - Members are not restored at load, unlike Kafka's coordinator: the
+//     in-process members died with the process that ran them. After a
+//     restart every group is Empty with its offsets, and its generations
+//     continue from its latest metadata record. A group whose record still
+//     listed members (the process stopped without them leaving) gets an
+//     Empty record at load, so readers of the topic see it Empty too; until
+//     then (no process open) they see the members of the last generation.
 //   - Offsets do not expire (Kafka's offsets.retention.minutes); delete a
 //     group or its offsets to drop them.
 //   - The group package does not fence fetches of Kafka clients (the

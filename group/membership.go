@@ -415,6 +415,7 @@ func (g *group) replaceStaticLocked(oldID, newID string, req *JoinGroupRequest, 
 			g.prepareRebalanceLocked("static member " + req.InstanceID + " restarted during a rebalance, owing a revocation, or with other protocols")
 			return ch, nil, nil
 		}
+		g.storeMetadataLocked() // the member id changed
 		resp := &JoinGroupResponse{
 			GenerationID: g.generation, ProtocolType: g.protocolType, ProtocolName: g.protocol,
 			LeaderID: g.leader, MemberID: newID,
@@ -605,6 +606,7 @@ func (g *group) completeJoinLocked() {
 		g.protocol, g.protocolType, g.leader = "", "", ""
 		g.c.logger.Info("group: now empty", "group", g.id, "generation", g.generation)
 		g.transitionLocked(StateEmpty)
+		g.storeMetadataLocked()
 		return
 	}
 	g.protocol = g.selectProtocolLocked()
@@ -838,11 +840,16 @@ func (g *group) syncLocked(req *SyncGroupRequest) (chan syncOutcome, *SyncGroupR
 		}
 
 		for _, id := range g.order {
-			mm := g.members[id]
-			mm.assignment = slices.Clone(plan[id]) // members the leader left out get nothing
-			mm.respondSync(&SyncGroupResponse{ProtocolType: g.protocolType, ProtocolName: g.protocol, Assignment: slices.Clone(mm.assignment)}, nil)
+			g.members[id].assignment = slices.Clone(plan[id]) // members the leader left out get nothing
 		}
 		g.transitionLocked(StateStable)
+		// As in Kafka, the generation's record is written before any
+		// member hears its assignment.
+		g.storeMetadataLocked()
+		for _, id := range g.order {
+			mm := g.members[id]
+			mm.respondSync(&SyncGroupResponse{ProtocolType: g.protocolType, ProtocolName: g.protocol, Assignment: slices.Clone(mm.assignment)}, nil)
+		}
 	}
 	return ch, nil, nil
 }

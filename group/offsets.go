@@ -401,6 +401,13 @@ func (c *Coordinator) deleteGroup(id string) error {
 		}
 		clear(g.offsets)
 	}
+	// The metadata tombstone lets compaction drop the group's membership
+	// records; should it fail, the group's last record says Empty, and
+	// the next load keeps the group, Empty, without offsets.
+	if err := c.writeGroupRecord(g, nil); err != nil {
+		c.stats.metadataErrors.Add(1)
+		c.logger.Warn("group: writing the deleted group's metadata tombstone failed", "group", id, "err", err)
+	}
 	g.transitionLocked(StateDead)
 	for _, t := range g.pending {
 		t.Stop()
@@ -464,11 +471,13 @@ func (c *Coordinator) Lag(groupID string) ([]PartitionLag, error) {
 	return out, nil
 }
 
-// load reads every partition of the offsets topic into the groups, then
-// clamps offsets beyond their partition's end. It runs before the
+// load reads every partition of the offsets topic into the groups (their
+// committed offsets, and the generation of their latest metadata record,
+// but no members), then clamps offsets beyond their partition's end. It runs before the
 // coordinator is returned, so it touches groups without their locks.
 func (c *Coordinator) load() error {
 	const maxLogged = 10
+	meta := map[string]loadedGroup{}
 	for p := int32(0); p < c.store.Partitions(); p++ {
 		err := c.store.Scan(p, func(b record.Batch) error {
 			it := b.Records(nil)
@@ -481,6 +490,26 @@ func (c *Coordinator) load() error {
 					if c.stats.skipped.Add(1) <= maxLogged {
 						c.logger.Warn("group: skipping an offsets record that does not decode",
 							"partition", p, "offset", r.Offset(), "err", err)
+					}
+					continue
+				}
+				if kind == kindGroupMetadata {
+					gr, err := decodeGroupRecord(r.Key(), r.Value(), r.ValueIsNull())
+					switch {
+					case err != nil:
+						if c.stats.skipped.Add(1) <= maxLogged {
+							c.logger.Warn("group: skipping a group metadata record that does not decode",
+								"partition", p, "offset", r.Offset(), "err", err)
+						}
+					case PartitionFor(gr.group, c.store.Partitions()) != p:
+						if c.stats.skipped.Add(1) <= maxLogged {
+							c.logger.Warn("group: skipping a group metadata record in the wrong partition",
+								"group", gr.group, "partition", p, "offset", r.Offset())
+						}
+					default:
+						// Records of a group are in one partition, in the
+						// order they were written: the last one wins.
+						meta[gr.group] = loadedGroup{tombstone: gr.tombstone, generation: gr.value.Generation, members: len(gr.value.Members)}
 					}
 					continue
 				}
@@ -511,10 +540,11 @@ func (c *Coordinator) load() error {
 		}
 	}
 	for id, g := range c.groups {
-		if len(g.offsets) == 0 {
+		if lg, ok := meta[id]; len(g.offsets) == 0 && (!ok || lg.tombstone) {
 			delete(c.groups, id) // deleted, or only tombstones left
 		}
 	}
+	c.applyLoadedMetadata(meta)
 	c.clamp()
 	return nil
 }

@@ -13,9 +13,13 @@ import (
 // tool can read the topic: an offset commit is a record whose key is
 // OffsetCommitKey (version 1: group, topic, partition) and whose value is
 // OffsetCommitValue (version 3: offset, leader epoch, metadata, commit
-// timestamp); a null value is a tombstone that deletes the offset. Kafka
-// also stores group metadata (key version 2) and, since KIP-848, other
-// record kinds (key versions 3 and up) in the topic; the loader skips them.
+// timestamp); a null value is a tombstone that deletes the offset. A
+// group's membership is a record whose key is GroupMetadataKey (version 2:
+// group) and whose value is GroupMetadataValue (version 3: protocol type,
+// generation, protocol, leader, state timestamp, members); the distinct
+// key version keeps the two kinds from ever sharing a key under
+// compaction. Since KIP-848 Kafka stores other record kinds (key versions
+// 3 and up) in the topic; the loader skips them.
 
 const (
 	offsetKeyVersion   = 1
@@ -23,6 +27,12 @@ const (
 	// maxOffsetValueVersion is the newest OffsetCommitValue version the
 	// loader understands (v4 is Kafka 4.1's flexible one).
 	maxOffsetValueVersion = 4
+
+	groupKeyVersion   = 2
+	groupValueVersion = 3
+	// maxGroupValueVersion is the newest GroupMetadataValue version the
+	// loader understands (v4 is the flexible one).
+	maxGroupValueVersion = 4
 )
 
 // offsetRecord is one decoded record of the offsets topic.
@@ -42,8 +52,9 @@ type recordKind uint8
 
 const (
 	kindOffsetCommit recordKind = iota
-	// kindOther is a record this coordinator does not use (group metadata,
-	// KIP-848 records).
+	// kindGroupMetadata is a group's membership; decodeGroupRecord decodes it.
+	kindGroupMetadata
+	// kindOther is a record this coordinator does not use (KIP-848 records).
 	kindOther
 )
 
@@ -74,6 +85,8 @@ func decodeOffsetRecord(key, value []byte, valueNull bool) (offsetRecord, record
 	}
 	switch v := int16(binary.BigEndian.Uint16(key)); v {
 	case 0, 1:
+	case groupKeyVersion:
+		return offsetRecord{}, kindGroupMetadata, nil
 	default:
 		if v < 0 {
 			return offsetRecord{}, 0, fmt.Errorf("%w: key version %d", ErrCorrupt, v)
@@ -111,6 +124,51 @@ func decodeOffsetRecord(key, value []byte, valueNull bool) (offsetRecord, record
 		return offsetRecord{}, 0, fmt.Errorf("%w: committed offset %d", ErrCorrupt, r.offset)
 	}
 	return r, kindOffsetCommit, nil
+}
+
+// groupRecord is one decoded group metadata record.
+type groupRecord struct {
+	group string
+	// tombstone: the group was deleted; value is then unset.
+	tombstone bool
+	value     kmsg.GroupMetadataValue
+}
+
+// appendGroupKey appends the key of a group's metadata record.
+func appendGroupKey(dst []byte, group string) []byte {
+	k := kmsg.GroupMetadataKey{Version: groupKeyVersion, Group: group}
+	return k.AppendTo(dst)
+}
+
+// decodeGroupRecord decodes a record whose key decodeOffsetRecord found to
+// be of kindGroupMetadata. It never panics; bytes that are not a valid
+// record give an error wrapping ErrCorrupt.
+func decodeGroupRecord(key, value []byte, valueNull bool) (groupRecord, error) {
+	var k kmsg.GroupMetadataKey
+	if len(key) < 2 || int16(binary.BigEndian.Uint16(key)) != groupKeyVersion {
+		return groupRecord{}, fmt.Errorf("%w: not a group metadata key", ErrCorrupt)
+	}
+	if err := k.ReadFrom(key); err != nil {
+		return groupRecord{}, fmt.Errorf("%w: group metadata key: %w", ErrCorrupt, err)
+	}
+	r := groupRecord{group: k.Group}
+	if valueNull {
+		r.tombstone = true
+		return r, nil
+	}
+	if len(value) < 2 {
+		return groupRecord{}, fmt.Errorf("%w: group metadata value of %d bytes", ErrCorrupt, len(value))
+	}
+	if v := int16(binary.BigEndian.Uint16(value)); v < 0 || v > maxGroupValueVersion {
+		return groupRecord{}, fmt.Errorf("%w: group metadata value version %d", ErrCorrupt, v)
+	}
+	if err := r.value.ReadFrom(value); err != nil {
+		return groupRecord{}, fmt.Errorf("%w: group metadata value: %w", ErrCorrupt, err)
+	}
+	if r.value.Generation < 0 {
+		return groupRecord{}, fmt.Errorf("%w: group metadata generation %d", ErrCorrupt, r.value.Generation)
+	}
+	return r, nil
 }
 
 // PartitionFor returns the partition of __consumer_offsets that holds a

@@ -81,7 +81,7 @@ func TestDecodeOffsetRecordVersions(t *testing.T) {
 		{name: "v3 value", key: key, value: appendOffsetValue(nil, 13, 5, "x", 9), offset: 13, epoch: 5, meta: "x"},
 		{name: "v4 flexible value", key: key, value: mustHex("0004" + "000000000000000e" + "00000006" + "02" + "61" + "0000000000000001" + "00"), offset: 14, epoch: 6, meta: "a"},
 		{name: "tombstone", key: key, null: true},
-		{name: "group metadata key", key: mustHex("0002" + "0001" + "67"), value: []byte{0, 3}, kind: kindOther},
+		{name: "group metadata key", key: mustHex("0002" + "0001" + "67"), value: []byte{0, 3}, kind: kindGroupMetadata},
 		{name: "KIP-848 record", key: mustHex("0003" + "0001" + "67"), kind: kindOther},
 		{name: "short key", key: []byte{0}, err: true},
 		{name: "negative key version", key: mustHex("ffff0001"), err: true},

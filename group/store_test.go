@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -135,7 +136,9 @@ func TestLogStoreKeepsCommitsAcrossReopen(t *testing.T) {
 		}
 	}
 	st := c.Stats()
-	if st.LoadedRecords != 4*4*5+4 || st.SkippedRecords != 0 || st.Groups != 3 {
+	// 4 groups x 4 partitions x 5 commits, delta's 4 offset tombstones and
+	// its group metadata tombstone.
+	if st.LoadedRecords != 4*4*5+4+1 || st.SkippedRecords != 0 || st.Groups != 3 {
 		t.Fatalf("load stats %+v", st)
 	}
 	// Each group's records are in its own partition, as Kafka places them.
@@ -171,7 +174,9 @@ func TestLoadSkipsRecordsThatDoNotDecode(t *testing.T) {
 	bld, _ := record.NewBuilder(nil)
 	_ = bld.Append(record.Record{Key: []byte{0, 1, 0, 9, 'x'}, Value: []byte{0, 3}})                        // truncated key
 	_ = bld.Append(record.Record{Key: appendOffsetKey(nil, "g", TopicPartition{"t", 0}), Value: []byte{0}}) // short value
-	_ = bld.Append(record.Record{Key: []byte{0, 2, 0, 1, 'g'}, Value: []byte{0, 3}})                        // group metadata
+	_ = bld.Append(record.Record{Key: []byte{0, 2, 0, 1, 'g'}, Value: []byte{0, 3}})                        // truncated group metadata
+	empty := kmsg.GroupMetadataValue{Version: 3, Generation: 4}
+	_ = bld.Append(record.Record{Key: appendGroupKey(nil, "g"), Value: empty.AppendTo(nil)}) // a valid one
 	b, err := bld.Build(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -181,8 +186,12 @@ func TestLoadSkipsRecordsThatDoNotDecode(t *testing.T) {
 	}
 	c = newTestCoordinator(t, LogStore(logs), bigTopics{1}, nil)
 	defer c.Close()
-	if st := c.Stats(); st.SkippedRecords != 2 || st.LoadedRecords != 4 {
+	if st := c.Stats(); st.SkippedRecords != 3 || st.LoadedRecords != 5 {
 		t.Fatalf("stats %+v", st)
+	}
+	// The valid record's generation is kept; the group is Empty.
+	if d, err := c.DescribeGroups(context.Background(), []string{"g"}); err != nil || d[0].GenerationID != 4 || d[0].State != StateEmpty {
+		t.Fatalf("after load: %+v, %v", d, err)
 	}
 	if off := fetchOffset(t, c, "g", TopicPartition{"t", 0}); off != 7 {
 		t.Fatalf("offset %d", off)

@@ -1,0 +1,129 @@
+package group
+
+import (
+	"slices"
+
+	"github.com/foliolog/folio/record"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Group metadata records make a group's membership visible outside the
+// process that runs it: a reader of __consumer_offsets (folio groups, a
+// Kafka tool) sees the state, generation, leader and every member with its
+// assignment of the latest completed rebalance, and sees the group Empty
+// once its members are gone. The coordinator itself never takes members
+// from them: in-process members die with their process, so after a restart
+// every group is Empty (see Coordinator.load).
+
+// metadataValueLocked is the group's GroupMetadataValue now. Members are
+// listed only in Stable, when each holds the assignment of the generation;
+// an Empty group lists none.
+func (g *group) metadataValueLocked() *kmsg.GroupMetadataValue {
+	v := &kmsg.GroupMetadataValue{
+		Version:               groupValueVersion,
+		ProtocolType:          g.protocolType,
+		Generation:            g.generation,
+		CurrentStateTimestamp: g.stateSince.UnixMilli(),
+	}
+	if g.state != StateStable {
+		return v
+	}
+	v.Protocol, v.Leader = kmsg.StringPtr(g.protocol), kmsg.StringPtr(g.leader)
+	for _, id := range g.order {
+		m := g.members[id]
+		mv := kmsg.GroupMetadataValueMember{
+			MemberID:               m.id,
+			ClientID:               m.clientID,
+			ClientHost:             m.clientHost,
+			RebalanceTimeoutMillis: int32(min(m.rebalance.Milliseconds(), 1<<31-1)),
+			SessionTimeoutMillis:   int32(min(m.session.Milliseconds(), 1<<31-1)),
+			Subscription:           slices.Clone(m.metadataFor(g.protocol)),
+			Assignment:             slices.Clone(m.assignment),
+		}
+		if m.instanceID != "" {
+			mv.InstanceID = kmsg.StringPtr(m.instanceID)
+		}
+		v.Members = append(v.Members, mv)
+	}
+	return v
+}
+
+// storeMetadataLocked writes the group's metadata record: after a leader's
+// sync completed a generation, when a static member took over its old
+// member id, and when the group became Empty. The write is best effort: the
+// record only reports membership to readers of the topic, so a failed one
+// is logged and counted (Stats().MetadataErrors) and the rebalance goes on;
+// the next one writes the group's state again. It runs under the group's
+// lock, so records of one group reach the log in the order of its changes
+// and the latest one is its state; the cost is that the group's other
+// requests wait out the append (an fsync under FlushSync) once per
+// rebalance.
+func (g *group) storeMetadataLocked() {
+	if g.closed {
+		return
+	}
+	if err := g.c.writeGroupRecord(g, g.metadataValueLocked()); err != nil {
+		g.c.stats.metadataErrors.Add(1)
+		g.c.logger.Warn("group: writing the group's metadata record failed; readers of the offsets topic see an older membership",
+			"group", g.id, "generation", g.generation, "state", g.state, "err", err)
+		return
+	}
+	g.c.stats.metadataWrites.Add(1)
+}
+
+// writeGroupRecord appends a group's metadata record, or its tombstone
+// when v is nil.
+func (c *Coordinator) writeGroupRecord(g *group, v *kmsg.GroupMetadataValue) error {
+	bld, err := record.NewBuilder(nil)
+	if err != nil {
+		return err
+	}
+	rec := record.Record{Key: appendGroupKey(nil, g.id), Timestamp: c.opts.Now().UnixMilli()}
+	if v != nil {
+		rec.Value = v.AppendTo(nil)
+	}
+	if err := bld.Append(rec); err != nil {
+		return err
+	}
+	batch, err := bld.Build(nil)
+	if err != nil {
+		return err
+	}
+	_, err = c.store.Append(g.partition, batch)
+	return err
+}
+
+// loadedGroup is what load keeps of a group's latest metadata record.
+type loadedGroup struct {
+	tombstone  bool
+	generation int32
+	members    int
+}
+
+// applyLoadedMetadata finishes loading the group metadata records: a group
+// whose latest record is a tombstone was deleted; any other keeps its
+// generation, so generations go on counting across restarts and a client
+// of the previous process cannot pass for a member of a new generation
+// with the same number. Its members are not taken back (they died with
+// the process that ran them): the group is Empty, and where the record
+// still listed members (the process stopped without them leaving), an
+// Empty record is written so that readers of the topic see that too.
+func (c *Coordinator) applyLoadedMetadata(meta map[string]loadedGroup) {
+	for id, lg := range meta {
+		if lg.tombstone {
+			continue
+		}
+		g := c.groups[id]
+		if g == nil {
+			g = newGroup(c, id)
+			c.groups[id] = g
+		}
+		g.generation = lg.generation
+		if lg.members == 0 {
+			continue
+		}
+		c.logger.Info("group: members of the previous process are gone; the group is Empty",
+			"group", id, "generation", g.generation, "members", lg.members)
+		g.storeMetadataLocked()
+	}
+}
