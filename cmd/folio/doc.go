@@ -124,11 +124,21 @@
 //	folio groups [-group G]
 //
 // Prints every group's committed offsets, with the log end and the lag of
-// each partition, and when each offset was committed. It reads the records
-// of __consumer_offsets from the files (the last commit of a partition
-// wins; a reset or a deletion overrides earlier ones), so it works beside
-// the application. A group's members and their assignments exist only in
-// the memory of the process that runs the group, and are not shown.
+// each partition, and when each offset was committed; then each group's
+// state, generation, protocol, leader, member count and when it entered
+// the state; then each member (member id, group instance id, client id
+// and host) with the partitions assigned to it. It reads the records of
+// __consumer_offsets from the files (the last commit of a partition wins;
+// a reset or a deletion overrides earlier ones; the last group metadata
+// record of a group is its membership, a tombstone removes it), so it
+// works beside the application. The coordinator writes a group's metadata
+// record when a generation's assignment completes and when the group
+// becomes Empty, so the members shown are those of the latest completed
+// rebalance; a rebalance in progress is not shown. A process that stopped
+// without its members leaving (a crash) leaves them listed until the next
+// open of the directory records the group Empty. A group without a
+// metadata record (offsets committed without members) shows as Empty with
+// generation "-".
 //
 // # Exit status and errors
 //

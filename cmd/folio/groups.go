@@ -6,8 +6,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -40,30 +43,58 @@ type groupTP struct {
 	partition int32
 }
 
-// readCommits reads every committed offset from the files of
-// __consumer_offsets, as the coordinator loads them: the records are
-// Kafka's (OffsetCommitKey and OffsetCommitValue, decoded with franz-go's
-// kmsg), the last one of a key wins, and a tombstone deletes it. Records
-// of other kinds (Kafka's group metadata, KIP-848 records) are skipped.
-// A directory without the topic has no commits.
-func readCommits(d *dataDir) (map[groupTP]commit, error) {
+// groupMeta is a group's membership as its latest group metadata record
+// holds it.
+type groupMeta struct {
+	protocolType, protocol, leader string
+	generation                     int32
+	since                          time.Time
+	members                        []memberMeta
+}
+
+// memberMeta is one member of a groupMeta.
+type memberMeta struct {
+	id, instance, client, host string
+	// assigned is the member's assignment, decoded for a consumer group.
+	assigned string
+}
+
+// state is the group's state as the record tells it: the coordinator
+// writes a record when a generation completes (Stable, with members) and
+// when the group becomes Empty (without).
+func (g *groupMeta) state() string {
+	if len(g.members) == 0 {
+		return group.StateEmpty.String()
+	}
+	return group.StateStable.String()
+}
+
+// readCommits reads every committed offset and every group's latest
+// membership from the files of __consumer_offsets, as the coordinator
+// loads them: the records are Kafka's (OffsetCommitKey and
+// OffsetCommitValue, GroupMetadataKey and GroupMetadataValue, decoded with
+// franz-go's kmsg), the last one of a key wins, and a tombstone deletes
+// it. Records of other kinds (KIP-848 records) are skipped. A directory
+// without the topic has no commits and no groups.
+func readCommits(d *dataDir) (map[groupTP]commit, map[string]*groupMeta, error) {
 	out := map[groupTP]commit{}
+	metas := map[string]*groupMeta{}
 	in, err := d.topic(group.OffsetsTopic)
 	if errors.Is(err, ErrUnknownTopic) {
-		return out, nil
+		return out, metas, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for p := int32(0); p < in.Config.Partitions; p++ {
 		pv := d.partView(in, p)
 		pb, err := pv.bounds()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		pr := &partReader{pv: pv}
 		if err := pr.positionAt(pb.Start); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for !pr.atEnd {
 			err := pr.poll(pollBytes, func(b record.Batch, from int64) (int64, bool, error) {
@@ -77,17 +108,100 @@ func readCommits(d *dataDir) (map[groupTP]commit, error) {
 					if err := applyCommitRecord(out, r.Key(), r.Value(), r.ValueIsNull(), r.Timestamp()); err != nil {
 						return from, true, fmt.Errorf("offset %d: %w", r.Offset(), err)
 					}
+					if err := applyGroupRecord(metas, r.Key(), r.Value(), r.ValueIsNull()); err != nil {
+						return from, true, fmt.Errorf("offset %d: %w", r.Offset(), err)
+					}
 				}
 				return b.LastOffset() + 1, false, it.Err()
 			})
 			if err != nil {
 				pr.close()
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		pr.close()
 	}
-	return out, nil
+	return out, metas, nil
+}
+
+// groupKeyVersion is the key version of Kafka's group metadata records.
+const groupKeyVersion = 2
+
+// applyGroupRecord applies one record of __consumer_offsets to the
+// groups' memberships: a group metadata record replaces the group's, a
+// tombstone (the group was deleted) removes it; other records are left.
+func applyGroupRecord(metas map[string]*groupMeta, key, value []byte, null bool) error {
+	if len(key) < 2 {
+		return fmt.Errorf("%w: a key of %d bytes", ErrCorrupt, len(key))
+	}
+	if v := int16(binary.BigEndian.Uint16(key)); v != groupKeyVersion {
+		return nil // not group metadata
+	}
+	var k kmsg.GroupMetadataKey
+	if err := k.ReadFrom(key); err != nil {
+		return fmt.Errorf("%w: group metadata key: %v", ErrCorrupt, err)
+	}
+	if null {
+		delete(metas, k.Group)
+		return nil
+	}
+	if len(value) < 2 {
+		return fmt.Errorf("%w: group metadata value of %d bytes", ErrCorrupt, len(value))
+	}
+	// Versions 0 to 4 are Kafka's; a later one may lay its fields out
+	// differently, and would be misread.
+	if v := int16(binary.BigEndian.Uint16(value)); v < 0 || v > 4 {
+		return fmt.Errorf("%w: group metadata value version %d", ErrCorrupt, v)
+	}
+	var v kmsg.GroupMetadataValue
+	if err := v.ReadFrom(value); err != nil {
+		return fmt.Errorf("%w: group metadata value: %v", ErrCorrupt, err)
+	}
+	g := &groupMeta{protocolType: v.ProtocolType, generation: v.Generation, since: time.UnixMilli(v.CurrentStateTimestamp)}
+	if v.Protocol != nil {
+		g.protocol = *v.Protocol
+	}
+	if v.Leader != nil {
+		g.leader = *v.Leader
+	}
+	for _, m := range v.Members {
+		mm := memberMeta{id: m.MemberID, client: m.ClientID, host: m.ClientHost, assigned: describeAssignment(v.ProtocolType, m.Assignment)}
+		if m.InstanceID != nil {
+			mm.instance = *m.InstanceID
+		}
+		g.members = append(g.members, mm)
+	}
+	metas[k.Group] = g
+	return nil
+}
+
+// describeAssignment renders a member's assignment: for a consumer group
+// the partitions of the consumer protocol's assignment, topic-partition
+// in order; otherwise (or when it does not decode) its size.
+func describeAssignment(protocolType string, b []byte) string {
+	if protocolType != group.ProtocolTypeConsumer {
+		return fmt.Sprintf("(%d bytes of protocol type %q)", len(b), protocolType)
+	}
+	if len(b) == 0 {
+		return "(none)"
+	}
+	var a kmsg.ConsumerMemberAssignment
+	if err := a.ReadFrom(b); err != nil {
+		return fmt.Sprintf("(%d bytes that do not decode)", len(b))
+	}
+	var parts []string
+	sort.Slice(a.Topics, func(i, j int) bool { return a.Topics[i].Topic < a.Topics[j].Topic })
+	for _, t := range a.Topics {
+		ps := slices.Clone(t.Partitions)
+		slices.Sort(ps)
+		for _, p := range ps {
+			parts = append(parts, t.Topic+"-"+strconv.Itoa(int(p)))
+		}
+	}
+	if len(parts) == 0 {
+		return "(none)"
+	}
+	return strings.Join(parts, ",")
 }
 
 // applyCommitRecord applies one record of __consumer_offsets to commits.
@@ -129,18 +243,25 @@ func groupsDescribe(e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	commits, err := readCommits(d)
+	commits, metas, err := readCommits(d)
 	if err != nil {
 		return err
 	}
 	var keys []groupTP
+	names := map[string]bool{}
 	for k := range commits {
 		if *only == "" || k.group == *only {
 			keys = append(keys, k)
+			names[k.group] = true
 		}
 	}
-	if *only != "" && len(keys) == 0 {
-		return fmt.Errorf("%w %q in %s: it has no committed offsets", ErrUnknownGroup, *only, *dir)
+	for id := range metas {
+		if *only == "" || id == *only {
+			names[id] = true
+		}
+	}
+	if *only != "" && len(names) == 0 {
+		return fmt.Errorf("%w %q in %s: it has no committed offsets and no members", ErrUnknownGroup, *only, *dir)
 	}
 	sort.Slice(keys, func(i, j int) bool {
 		a, b := keys[i], keys[j]
@@ -197,7 +318,62 @@ func groupsDescribe(e env, args []string) error {
 		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", k.group, k.topic, k.partition, c.offset, logEnd, lag,
 			c.at.UTC().Format("2006-01-02T15:04:05.000Z"), printable([]byte(c.metadata)))
 	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return printMembership(e, names, metas, len(keys) > 0)
+}
+
+// printMembership prints the state of each group named, then each member
+// with its assigned partitions, after a blank line where blankFirst. A group without a metadata record (its
+// offsets were committed without a member, or by a version that wrote
+// none) is Empty, its generation unknown.
+func printMembership(e env, names map[string]bool, metas map[string]*groupMeta, blankFirst bool) error {
+	if len(names) == 0 {
+		return nil
+	}
+	ids := slices.Sorted(maps.Keys(names))
+	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	if blankFirst {
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w, "GROUP\tSTATE\tGENERATION\tPROTOCOL\tLEADER\tMEMBERS\tSINCE")
+	var members int
+	for _, id := range ids {
+		g := metas[id]
+		if g == nil {
+			fmt.Fprintf(w, "%s\t%s\t-\t-\t-\t0\t-\n", printable([]byte(id)), group.StateEmpty)
+			continue
+		}
+		members += len(g.members)
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%d\t%s\n", printable([]byte(id)), g.state(), g.generation,
+			orDash(g.protocolType+"/"+g.protocol, g.protocol == ""), orDash(printable([]byte(g.leader)), g.leader == ""),
+			len(g.members), g.since.UTC().Format("2006-01-02T15:04:05.000Z"))
+	}
+	if members > 0 {
+		fmt.Fprintln(w, "\nGROUP\tMEMBER\tINSTANCE\tCLIENT\tHOST\tASSIGNED")
+		for _, id := range ids {
+			g := metas[id]
+			if g == nil {
+				continue
+			}
+			for _, m := range g.members {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", printable([]byte(id)), printable([]byte(m.id)),
+					orDash(printable([]byte(m.instance)), m.instance == ""), orDash(printable([]byte(m.client)), m.client == ""),
+					orDash(printable([]byte(m.host)), m.host == ""), m.assigned)
+			}
+		}
+	}
 	return w.Flush()
+}
+
+// orDash is s, or "-" where empty is true: a column never empty keeps the
+// output splittable on whitespace.
+func orDash(s string, empty bool) string {
+	if empty {
+		return "-"
+	}
+	return s
 }
 
 // resetTarget is where -to moves a partition.

@@ -24,6 +24,9 @@ func groupRows(t *testing.T, out, groupID string) map[string][2]string {
 	t.Helper()
 	rows := map[string][2]string{}
 	for _, l := range lines(out)[min(1, len(lines(out))):] {
+		if l == "" {
+			break // the groups' membership follows
+		}
 		f := strings.Fields(l)
 		if len(f) < 6 {
 			t.Fatalf("groups line %q", l)
@@ -33,6 +36,36 @@ func groupRows(t *testing.T, out, groupID string) map[string][2]string {
 		}
 	}
 	return rows
+}
+
+// groupMembership parses the membership sections of `folio groups`
+// output: a group's state line (STATE GENERATION PROTOCOL LEADER MEMBERS)
+// and "member assigned" per member.
+func groupMembership(t *testing.T, out, groupID string) (state []string, members map[string]string) {
+	t.Helper()
+	members = map[string]string{}
+	section := ""
+	for _, l := range lines(out) {
+		f := strings.Fields(l)
+		switch {
+		case len(f) == 0:
+			section = ""
+		case f[0] == "GROUP":
+			section = f[1]
+		case f[0] != groupID:
+		case section == "STATE":
+			if len(f) != 7 {
+				t.Fatalf("group line %q", l)
+			}
+			state = f[1:6]
+		case section == "MEMBER":
+			if len(f) != 6 {
+				t.Fatalf("member line %q", l)
+			}
+			members[f[1]] = f[5]
+		}
+	}
+	return state, members
 }
 
 func produceKeyed(t *testing.T, dir, topicName string, n int) {
@@ -230,10 +263,10 @@ func TestGroupsBesideApplication(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if _, err := b.CreateTopic("t", folio.TopicConfig{}); err != nil {
+	if _, err := b.CreateTopic("t", folio.TopicConfig{Partitions: 2}); err != nil {
 		t.Fatal(err)
 	}
-	p, err := b.NewProducer(nil)
+	p, err := b.NewProducer(&folio.ProducerOptions{ManualPartitioning: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,29 +282,86 @@ func TestGroupsBesideApplication(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer gc.Close()
+	closed := false
+	defer func() {
+		if !closed {
+			gc.Close()
+		}
+	}()
 	if err := gc.CommitOffsets(ctx, map[folio.TopicPartition]int64{{Topic: "t", Partition: 0}: 3}); err != nil {
 		t.Fatal(err)
 	}
-	rows := groupRows(t, ok(t, "", "groups", "-dir", dir), "app")
+	out := ok(t, "", "groups", "-dir", dir)
+	rows := groupRows(t, out, "app")
 	if rows["t/0"] != [2]string{"3", "2"} {
 		t.Errorf("groups beside the application: %v, want committed 3, lag 2", rows)
+	}
+	// The membership the application's coordinator recorded: the one
+	// member, leader of its generation, with both partitions.
+	state, members := groupMembership(t, out, "app")
+	want := []string{"Stable", strconv.Itoa(int(gc.Generation())), "consumer/cooperative-sticky", gc.MemberID(), "1"}
+	if strings.Join(state, " ") != strings.Join(want, " ") {
+		t.Errorf("group state %v, want %v; output:\n%s", state, want, out)
+	}
+	if len(members) != 1 || members[gc.MemberID()] != "t-0,t-1" {
+		t.Errorf("members %v, want %s with t-0,t-1; output:\n%s", members, gc.MemberID(), out)
 	}
 	holder := fmt.Sprintf("pid=%d", os.Getpid())
 	fails(t, 1, []string{"locked", holder}, "", "consume", "-dir", dir, "-topic", "t", "-group", "app", "-e")
 	fails(t, 1, []string{"locked", holder}, "", "groups", "reset", "-dir", dir, "-group", "app", "-topic", "t", "-to", "earliest")
+
+	// The member leaves: the group is recorded Empty, with no members,
+	// while the Broker stays open.
+	gen := gc.Generation()
+	closed = true
+	if err := gc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out = ok(t, "", "groups", "-dir", dir, "-group", "app")
+	state, members = groupMembership(t, out, "app")
+	if len(state) != 5 || state[0] != "Empty" || state[1] != strconv.Itoa(int(gen)+1) || state[4] != "0" || len(members) != 0 {
+		t.Errorf("after the member closed: state %v, members %v; output:\n%s", state, members, out)
+	}
+	if rows := groupRows(t, out, "app"); rows["t/0"] != [2]string{"3", "2"} {
+		t.Errorf("offsets after the member closed: %v", rows)
+	}
 }
 
 // FuzzApplyCommitRecord: no record of __consumer_offsets panics the
-// decoder; a commit it accepts is found under its key, a tombstone removes it.
+// decoders; a commit or group metadata record they accept is found under
+// its key, a tombstone removes it.
 func FuzzApplyCommitRecord(f *testing.F) {
 	k := kmsg.OffsetCommitKey{Version: 1, Group: "g", Topic: "t", Partition: 3}
 	v := kmsg.OffsetCommitValue{Version: 3, Offset: 42, LeaderEpoch: -1, Metadata: "m", CommitTimestamp: 1000}
 	f.Add(k.AppendTo(nil), v.AppendTo(nil), false)
 	f.Add(k.AppendTo(nil), []byte(nil), true)
-	f.Add([]byte{0, 2, 0, 1, 'g'}, []byte{0, 3}, false) // group metadata: skipped
+	f.Add([]byte{0, 2, 0, 1, 'g'}, []byte{0, 3}, false) // group metadata, truncated
 	f.Add([]byte{0}, []byte{}, false)
+	gk := kmsg.GroupMetadataKey{Version: 2, Group: "g"}
+	gv := kmsg.GroupMetadataValue{Version: 3, ProtocolType: "consumer", Generation: 4, Protocol: kmsg.StringPtr("range"), Leader: kmsg.StringPtr("m"),
+		Members: []kmsg.GroupMetadataValueMember{{MemberID: "m", Assignment: []byte{0, 0, 0, 0, 0, 1, 0, 1, 't', 0, 0, 0, 1, 0, 0, 0, 2}}}}
+	f.Add(gk.AppendTo(nil), gv.AppendTo(nil), false)
+	f.Add(gk.AppendTo(nil), []byte(nil), true)
+	gv.Version = 4
+	f.Add(gk.AppendTo(nil), gv.AppendTo(nil), false)
 	f.Fuzz(func(t *testing.T, key, value []byte, null bool) {
+		// Group metadata: never a panic, and a record the decoder takes
+		// sets the group (or, a tombstone, removes it).
+		metas := map[string]*groupMeta{"g": {}, "other": {}}
+		if err := applyGroupRecord(metas, key, value, null); err == nil {
+			var gk kmsg.GroupMetadataKey
+			if len(key) >= 2 && key[0] == 0 && key[1] == 2 && gk.ReadFrom(key) == nil {
+				if _, found := metas[gk.Group]; found == null {
+					t.Fatalf("group record for %q: null %v, found %v", gk.Group, null, found)
+				}
+				if m := metas[gk.Group]; m != nil {
+					_ = m.state()
+				}
+			} else if len(metas) != 2 {
+				t.Fatalf("a record that is not group metadata changed the groups: %v", metas)
+			}
+		}
+
 		commits := map[groupTP]commit{{group: "other", topic: "x"}: {offset: 1}}
 		if err := applyCommitRecord(commits, key, value, null, 5); err != nil {
 			return
@@ -288,4 +378,23 @@ func FuzzApplyCommitRecord(f *testing.F) {
 			t.Fatalf("null %v, found %v (%+v)", null, found, c)
 		}
 	})
+}
+
+func TestDescribeAssignment(t *testing.T) {
+	a := kmsg.ConsumerMemberAssignment{Topics: []kmsg.ConsumerMemberAssignmentTopic{{Topic: "b", Partitions: []int32{3, 1}}, {Topic: "a", Partitions: []int32{0}}}}
+	cases := []struct {
+		protocolType string
+		b            []byte
+		want         string
+	}{
+		{"consumer", a.AppendTo(nil), "a-0,b-1,b-3"},
+		{"consumer", nil, "(none)"},
+		{"consumer", []byte{0, 0, 0, 0, 0, 9}, "(6 bytes that do not decode)"},
+		{"connect", []byte{1, 2}, `(2 bytes of protocol type "connect")`},
+	}
+	for _, c := range cases {
+		if got := describeAssignment(c.protocolType, c.b); got != c.want {
+			t.Errorf("describeAssignment(%q, %x) = %q, want %q", c.protocolType, c.b, got, c.want)
+		}
+	}
 }
