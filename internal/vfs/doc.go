@@ -59,7 +59,11 @@
 // are removed, durable ones renamed or removed since are put back, every
 // file gets back its durable bytes and size. All handles open before the cut
 // die: every later call on them returns an error wrapping ErrPowerCut and
-// touches nothing, and their descriptors are closed. The FaultFS stays
+// touches nothing. Their descriptors stay open until the handles are
+// closed (Close still answers ErrPowerCut), because code still running in
+// the dead process may be using them through OS() at that very moment: a
+// cut that closed them would race with it, and could let it map whatever
+// file was opened next under the same descriptor number. The FaultFS stays
 // usable, with the restored disk as its new durable baseline, so a test can
 // reopen the log on the same FaultFS and check what recovery makes of it.
 // Crash kills the handles the same way (ErrCrashed) but keeps every byte
@@ -90,6 +94,9 @@
 //     bytes, or fault past a shortened end, and a write through it after the
 //     cut lands in the new baseline. The code under test must abandon its
 //     mappings (and every other object of the dead process) at the cut.
+//   - A dead handle that is never closed keeps its descriptor (and a
+//     removed file's blocks) until the garbage collector finalizes its
+//     *os.File; a test closes them, as the kernel would a dead process's.
 //   - An operation still in its hook when the cut happens fails with
 //     ErrPowerCut when the hook returns; one past its hook finishes first
 //     (the cut waits for it).

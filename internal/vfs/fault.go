@@ -797,7 +797,8 @@ func diffBytes(a, b []byte) int64 {
 // Crash simulates a crash of the process: every open handle dies (later
 // calls on it return ErrCrashed) but everything written stays, in the page
 // cache as far as durability goes, so a later PowerCut still drops what
-// was never synced.
+// was never synced. As with PowerCut, the dead handles' descriptors are
+// closed by their Close, not by the crash.
 func (fs *FaultFS) Crash() {
 	fs.cutMu.Lock()
 	defer fs.cutMu.Unlock()
@@ -808,10 +809,18 @@ func (fs *FaultFS) Crash() {
 
 // killLocked ends the current handle generation. Both cutMu (for writing)
 // and nsMu must be held.
+//
+// The dead handles' descriptors stay open until their owners Close them.
+// Closing them here would race with the owners: OS() hands out the
+// *os.File, and its users (mmap-go's MapRegion, which reads Fd) touch the
+// descriptor outside any FaultFS operation, so cutMu cannot keep a cut
+// away from them. A close under such a user is a data race on the
+// *os.File, and worse, the number it read may already name a file opened
+// since, which it would then map. Every call through the File interface
+// refuses a dead handle anyway; through OS() the dead process can still
+// map or read the file, as it could before the cut, and the caveats on
+// mappings made before a cut apply to those too.
 func (fs *FaultFS) killLocked(reason error) {
-	for h := range fs.handles {
-		h.f.Close()
-	}
 	clear(fs.handles)
 	fs.deaths = append(fs.deaths, reason)
 	fs.gen.Add(1)

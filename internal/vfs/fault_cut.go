@@ -11,13 +11,14 @@ import (
 )
 
 // PowerCut simulates losing power: every open handle dies (later calls on
-// it return ErrPowerCut) and the real disk is put back into its durable
-// state. Each known directory gets back exactly its durable entries
-// (entries created since its last SyncDir are removed, entries renamed or
-// removed since are put back), and each surviving file gets back the
-// content of its last Sync, with its size. Afterwards that state is the new
-// durable baseline and the FaultFS is ready for use again, so a test can
-// reopen whatever it was testing on the same FaultFS.
+// it return ErrPowerCut; its descriptor stays open, for code that may be
+// using it through OS(), until the handle is closed) and the real disk is
+// put back into its durable state. Each known directory gets back exactly
+// its durable entries (entries created since its last SyncDir are removed,
+// entries renamed or removed since are put back), and each surviving file
+// gets back the content of its last Sync, with its size. Afterwards that
+// state is the new durable baseline and the FaultFS is ready for use
+// again, so a test can reopen whatever it was testing on the same FaultFS.
 //
 // PowerCut waits for operations in progress (past their hook) to finish;
 // operations still in their hook fail with ErrPowerCut when they resume.

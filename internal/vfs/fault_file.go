@@ -116,7 +116,10 @@ func (h *faultFile) Close() error {
 	h.fs.cutMu.RLock()
 	defer h.fs.cutMu.RUnlock()
 	if h.fs.gen.Load() != h.gen {
-		// The cut closed the descriptor already.
+		// The cut left the descriptor open for its owner (see killLocked);
+		// this is where it goes. A second Close of the handle finds it
+		// closed already, which changes nothing: the answer is the death.
+		_ = h.f.Close()
 		return h.fs.deadErrLocked("close", h.abs, h.gen)
 	}
 	h.fs.nsMu.Lock()
@@ -198,5 +201,8 @@ func (h *faultFile) Stat() (os.FileInfo, error) {
 
 func (h *faultFile) Name() string { return h.name }
 
-// OS returns the real file. After a power cut or crash it is closed.
+// OS returns the real file. A power cut or crash does not close it: the
+// handle's Close does, so that a goroutine using the descriptor when the
+// cut comes (mapping the file, say) is not raced by the cut. The file is
+// the dead process's, though: the cut's restore may rewrite it underneath.
 func (h *faultFile) OS() *os.File { return h.f }
