@@ -126,8 +126,9 @@
 //     tombstones. A crash loses the cleaner's progress since the last
 //     checkpoint: the cleaner cleans that part again, and its tombstones
 //     stay longer, never shorter.
-//   - A producer batch holding one record without a key fails whole on a
-//     compacted topic.
+//   - A record without a key is refused (ErrNoKey) on a compacted topic, by
+//     the producer before it joins a batch; a batch from outside
+//     (AppendBatch) holding one fails whole, as Kafka's broker does.
 //   - A record that does not fit a batch of the topic's MaxMessageBytes on
 //     its own is refused (ErrMessageTooLarge) by its uncompressed size, as
 //     Kafka's producer does.

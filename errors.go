@@ -104,6 +104,13 @@ var (
 	// ErrInvalidBatch is returned by AppendBatch for bytes that are not one
 	// valid RecordBatch v2.
 	ErrInvalidBatch = errors.New("folio: invalid batch")
+
+	// ErrNoKey is returned by Produce for a record without a key (nil Key)
+	// sent to a compacted topic: compaction keeps the latest record per
+	// key, so Kafka's brokers refuse keyless records there. The producer
+	// refuses the record up front, so the other records of its batch are
+	// not failed with it.
+	ErrNoKey = errors.New("folio: record without a key for a compacted topic")
 )
 
 // OffsetOutOfRangeError reports a consumer position outside [Start, End]:

@@ -279,6 +279,9 @@ func (p *Producer) route(rec *Record) (*prodPart, error) {
 	if err != nil {
 		return nil, err
 	}
+	if rec.Key == nil && pt.ts.info.Config.Cleanup.Compacts() {
+		return nil, fmt.Errorf("%w: topic %q", ErrNoKey, rec.Topic)
+	}
 	n := int32(len(pt.parts))
 	alone := aloneBatchSize(rec)
 	var idx int32

@@ -6,10 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/foliolog/folio/log"
+	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/topic"
 )
 
@@ -60,8 +62,31 @@ func TestTopicLifecycle(t *testing.T) {
 	if part, off, err := p.Produce(context.Background(), &Record{Topic: "orders", Partition: 4, Key: []byte("k"), Value: []byte("x")}); err != nil || part != 4 || off != 0 {
 		t.Fatalf("produce to a new partition: %d %d %v", part, off, err)
 	}
-	if _, _, err := p.Produce(context.Background(), &Record{Topic: "orders", Partition: 4, Value: []byte("x")}); !errors.Is(err, ErrInvalidBatch) || !errors.Is(err, log.ErrNoKey) {
-		t.Fatalf("a record without a key on a compacted topic: %v, want ErrInvalidBatch (log.ErrNoKey)", err)
+	if _, _, err := p.Produce(context.Background(), &Record{Topic: "orders", Partition: 4, Value: []byte("x")}); !errors.Is(err, ErrNoKey) {
+		t.Fatalf("a record without a key on a compacted topic: %v, want ErrNoKey", err)
+	}
+	// The producer refused it before it joined a batch: keyed records sent
+	// with it asynchronously are written, and the keyless one is not.
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i, key := range [][]byte{[]byte("a"), nil, []byte("b")} {
+		wg.Add(1)
+		p.ProduceAsync(context.Background(), &Record{Topic: "orders", Partition: 4, Key: key, Value: []byte("y")}, func(_ *Record, err error) {
+			errs[i] = err
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	if errs[0] != nil || !errors.Is(errs[1], ErrNoKey) || errs[2] != nil {
+		t.Fatalf("async keyed, keyless, keyed on a compacted topic: %v, want nil, ErrNoKey, nil", errs)
+	}
+	if l, err := b.Log("orders", 4); err != nil || l.LogEndOffset() != 3 {
+		t.Fatalf("log end of orders-4 after one keyed, two keyed async and two keyless records: %v", err)
+	}
+	// A batch from outside holding a keyless record fails whole, as Kafka's
+	// broker refuses it.
+	if _, err := b.AppendBatch("orders", 4, keylessBatchT(t)); !errors.Is(err, ErrInvalidBatch) || !errors.Is(err, log.ErrNoKey) {
+		t.Fatalf("AppendBatch of a keyless record to a compacted topic: %v, want ErrInvalidBatch (log.ErrNoKey)", err)
 	}
 
 	// Everything survives a restart.
@@ -75,7 +100,7 @@ func TestTopicLifecycle(t *testing.T) {
 	}
 	want := cfg.WithDefaults()
 	want.Partitions = 5
-	if got.Config != want || got.ID != ti.ID || got.Partitions[4].LogEndOffset != 1 {
+	if got.Config != want || got.ID != ti.ID || got.Partitions[4].LogEndOffset != 3 {
 		t.Fatalf("after reopen: %+v, want config %+v and id %v", got, want, ti.ID)
 	}
 
@@ -206,4 +231,21 @@ func TestOptionsValidate(t *testing.T) {
 			t.Errorf("%s: %v, want ErrInvalidConfig naming the field", field, err)
 		}
 	}
+}
+
+// keylessBatchT encodes one record without a key as a RecordBatch v2.
+func keylessBatchT(t *testing.T) []byte {
+	t.Helper()
+	bld, err := record.NewBuilder(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bld.Append(record.Record{Value: []byte("v"), Timestamp: time.Now().UnixMilli()}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := bld.Build(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
