@@ -75,22 +75,8 @@ func decodeMeta(name, magic string, data []byte) (uint16, []byte, error) {
 func writeMetaFile(fsys vfs.FS, dir, name string, data []byte) error {
 	final := filepath.Join(dir, name)
 	tmp := final + tmpSuffix
-	// O_RDWR, not O_WRONLY: vfs.FaultFS reads the file back through the
-	// handle at Sync to record what is durable.
-	f, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644)
-	if err != nil {
-		return fmt.Errorf("folio: writing %s: %w", tmp, err)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = fsys.Remove(tmp) // a leftover is harmless: the next write replaces it
-		return fmt.Errorf("folio: writing %s: %w", tmp, err)
+	if err := vfs.WriteFileSynced(fsys, tmp, data); err != nil {
+		return fmt.Errorf("folio: writing %s: %w", tmp, err) // a leftover is harmless: the next write replaces it
 	}
 	if err := fsys.Rename(tmp, final); err != nil {
 		return fmt.Errorf("folio: renaming %s: %w", tmp, err)

@@ -698,21 +698,7 @@ func (c *Catalog) writeCatalogLocked(st catalogState) error {
 		return err
 	}
 	tmp, final := c.path(catalogTmp), c.path(CatalogFile)
-	// O_RDWR, not O_WRONLY: vfs.FaultFS reads the file back through the
-	// handle at Sync to record what is durable.
-	f, err := c.fs.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644)
-	if err != nil {
-		return fmt.Errorf("topic: writing catalog: %w", err)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = c.fs.Remove(tmp) // a leftover is removed at the next open anyway
+	if err := vfs.WriteFileSynced(c.fs, tmp, data); err != nil {
 		return fmt.Errorf("topic: writing catalog %s: %w", tmp, err)
 	}
 	if err := c.fs.Rename(tmp, final); err != nil {
