@@ -194,3 +194,16 @@ func TestEntryThatMissesTheLogIsRebuilt(t *testing.T) {
 		t.Fatal("stale indexes were not rebuilt")
 	}
 }
+
+// An empty time index beside offset entries (the file lost or emptied)
+// passes the open check; the segment's largest timestamp, which may lie
+// before the last offset entry, must still come out right (found by
+// TestIndexGarbageReadsUnchanged with seed 1796014017971235596).
+func TestEmptyTimeIndexKeepsMaxTimestamp(t *testing.T) {
+	opts := &Options{IndexIntervalBytes: 300}
+	for seed := int64(1); seed <= 20; seed++ {
+		c, m := sealedSegment(t, rand.New(rand.NewSource(seed)), 120, opts)
+		c.time = []byte{} // an empty file, not a missing one
+		reopenAndCheck(t, c, m, opts, seed%2 == 0)
+	}
+}

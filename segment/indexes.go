@@ -459,10 +459,26 @@ func (c *cursor) restore(fromTimeEntry bool) (*tip, error) {
 		if !found || !timeEntryFits(te, h) {
 			return nil, fmt.Errorf("%w: %s: last entry (%d, %d) has no matching batch", errStaleIndex, s.timePath, te.Timestamp, te.Offset)
 		}
+		// The last entry stands for the segment's largest timestamp, so it
+		// must also be above the entry before it: an earlier entry copied
+		// over it matches a batch but would understate MaxTimestamp.
+		if n := f.time.Entries(); n >= 2 {
+			if prev := f.time.Entry(n - 2); prev.Timestamp >= te.Timestamp || prev.Offset > te.Offset {
+				return nil, fmt.Errorf("%w: %s: last entry (%d, %d) not above the one before it (%d, %d)",
+					errStaleIndex, s.timePath, te.Timestamp, te.Offset, prev.Timestamp, prev.Offset)
+			}
+		}
 		t.maxTs, t.maxTsOffset = te.Timestamp, te.Offset
 		if fromTimeEntry && pos < start {
 			start = pos
 		}
+	}
+	if f.time.Entries() == 0 && f.off.Entries() > 0 {
+		// Entries go into both indexes at the same points, so an empty
+		// time index beside offset entries was lost or the segment holds
+		// no timestamps at all: either way the largest timestamp can lie
+		// before the last offset entry, so walk the whole log for it.
+		start = 0
 	}
 	_, err := sc.walk(start, func(_ int64, h record.Batch) bool {
 		t.next = h.LastOffset() + 1
