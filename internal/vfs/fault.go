@@ -126,6 +126,25 @@ func (fs *FaultFS) enter(op Op, gen uint64) (injected, err error) {
 	return injected, nil
 }
 
+// enterNS begins a namespace operation: enter (the hook, then cutMu held
+// shared), a hook's injected error dressed as the OS's, then nsMu. On
+// success the caller must call release, which drops both locks.
+func (fs *FaultFS) enterNS(op Op) (release func(), err error) {
+	injected, err := fs.enter(op, fs.gen.Load())
+	if err != nil {
+		return nil, err
+	}
+	if injected != nil {
+		fs.cutMu.RUnlock()
+		return nil, injectedErr(op, injected)
+	}
+	fs.nsMu.Lock()
+	return func() {
+		fs.nsMu.Unlock()
+		fs.cutMu.RUnlock()
+	}, nil
+}
+
 // deadErrLocked reports why generation gen ended. cutMu must be held.
 func (fs *FaultFS) deadErrLocked(opName, path string, gen uint64) error {
 	reason := ErrPowerCut
@@ -164,17 +183,11 @@ func (fs *FaultFS) OpenFile(name string, flag int, perm os.FileMode) (File, erro
 	if flag&os.O_CREATE != 0 {
 		op.Kind = OpCreate
 	}
-	injected, err := fs.enter(op, fs.gen.Load())
+	release, err := fs.enterNS(op)
 	if err != nil {
 		return nil, err
 	}
-	defer fs.cutMu.RUnlock()
-	if injected != nil {
-		return nil, injectedErr(op, injected)
-	}
-
-	fs.nsMu.Lock()
-	defer fs.nsMu.Unlock()
+	defer release()
 	ino, err := fs.prepareLocked(abs)
 	if err != nil {
 		return nil, err
@@ -429,17 +442,11 @@ func (fs *FaultFS) Rename(oldpath, newpath string) error {
 		return err
 	}
 	op := Op{Kind: OpRename, Path: absOld, NewPath: absNew}
-	injected, err := fs.enter(op, fs.gen.Load())
+	release, err := fs.enterNS(op)
 	if err != nil {
 		return err
 	}
-	defer fs.cutMu.RUnlock()
-	if injected != nil {
-		return injectedErr(op, injected)
-	}
-
-	fs.nsMu.Lock()
-	defer fs.nsMu.Unlock()
+	defer release()
 	src, err := fs.prepareLocked(absOld)
 	if err != nil {
 		return err
@@ -484,17 +491,11 @@ func (fs *FaultFS) Remove(name string) error {
 		return err
 	}
 	op := Op{Kind: OpRemove, Path: abs}
-	injected, err := fs.enter(op, fs.gen.Load())
+	release, err := fs.enterNS(op)
 	if err != nil {
 		return err
 	}
-	defer fs.cutMu.RUnlock()
-	if injected != nil {
-		return injectedErr(op, injected)
-	}
-
-	fs.nsMu.Lock()
-	defer fs.nsMu.Unlock()
+	defer release()
 	ino, err := fs.prepareLocked(abs)
 	if err != nil {
 		return err
@@ -525,17 +526,11 @@ func (fs *FaultFS) MkdirAll(path string, perm os.FileMode) error {
 		return err
 	}
 	op := Op{Kind: OpMkdir, Path: abs}
-	injected, err := fs.enter(op, fs.gen.Load())
+	release, err := fs.enterNS(op)
 	if err != nil {
 		return err
 	}
-	defer fs.cutMu.RUnlock()
-	if injected != nil {
-		return injectedErr(op, injected)
-	}
-
-	fs.nsMu.Lock()
-	defer fs.nsMu.Unlock()
+	defer release()
 	// Find the deepest existing ancestor; everything below it is new.
 	var missing []string
 	existing := abs
