@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/foliolog/folio/group"
-	"github.com/foliolog/folio/internal/readpath"
+	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/topic"

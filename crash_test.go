@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/vfs/faultfs"
 )
 
 // childEnv names the environment variable that makes the test binary a
@@ -245,7 +245,7 @@ func checkAcks(t *testing.T, b *Broker, acks []ack) {
 	}
 }
 
-// TestPowerCutKeepsSyncAcknowledged cuts the power (vfs.FaultFS drops every
+// TestPowerCutKeepsSyncAcknowledged cuts the power (faultfs.FS drops every
 // unsynced byte and directory entry) under a running producer, at a random
 // number of acknowledgements, and checks that every FlushSync-acknowledged
 // record survives and the directory reopens to a valid prefix.
@@ -256,7 +256,7 @@ func TestPowerCutKeepsSyncAcknowledged(t *testing.T) {
 	if testing.Short() {
 		rounds = 4
 	}
-	fs := vfs.NewFaultFS()
+	fs := faultfs.New()
 	dir := t.TempDir()
 	var all []ack
 	for round := range rounds {

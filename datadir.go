@@ -8,7 +8,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/vfs"
 	"github.com/foliolog/folio/topic"
 )
 

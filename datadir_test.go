@@ -17,8 +17,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/foliolog/folio/internal/vfs"
 	"github.com/foliolog/folio/topic"
+	"github.com/foliolog/folio/vfs"
+	"github.com/foliolog/folio/vfs/faultfs"
 )
 
 func TestOpenInitializesFormat(t *testing.T) {
@@ -248,7 +249,7 @@ func FuzzDecodeCheckpoint(f *testing.F) {
 // durably at Close, trusted at Open, and removed durably before the first
 // write of the next session reaches a partition.
 func TestCleanShutdownMarker(t *testing.T) {
-	fs := vfs.NewFaultFS()
+	fs := faultfs.New()
 	dir := t.TempDir()
 	b := openT(t, dir, faultOpts(fs))
 	createTopicT(t, b, "t", TopicConfig{Partitions: 2})
@@ -263,14 +264,14 @@ func TestCleanShutdownMarker(t *testing.T) {
 
 	// Record the order of operations of the next session.
 	type event struct {
-		kind vfs.OpKind
+		kind faultfs.OpKind
 		path string
 	}
 	var (
 		eventsMu sync.Mutex // guards events
 		events   []event
 	)
-	fs.SetHook(func(op vfs.Op) error {
+	fs.SetHook(func(op faultfs.Op) error {
 		eventsMu.Lock()
 		events = append(events, event{op.Kind, op.Path})
 		eventsMu.Unlock()
@@ -293,12 +294,12 @@ func TestCleanShutdownMarker(t *testing.T) {
 	firstPartWrite := -1
 	for i, e := range seq {
 		switch {
-		case e.kind == vfs.OpRemove && filepath.Base(e.path) == CleanShutdownFile && removed < 0:
+		case e.kind == faultfs.OpRemove && filepath.Base(e.path) == CleanShutdownFile && removed < 0:
 			removed = i
-		case e.kind == vfs.OpSyncDir && removed >= 0 && synced < 0 && filepath.Clean(e.path) == filepath.Clean(dir):
+		case e.kind == faultfs.OpSyncDir && removed >= 0 && synced < 0 && filepath.Clean(e.path) == filepath.Clean(dir):
 			synced = i
 		case firstPartWrite < 0 && strings.HasPrefix(e.path, filepath.Join(dir, "t-")) &&
-			(e.kind == vfs.OpWrite || e.kind == vfs.OpCreate || e.kind == vfs.OpTruncate || e.kind == vfs.OpAllocate || e.kind == vfs.OpRemove || e.kind == vfs.OpRename):
+			(e.kind == faultfs.OpWrite || e.kind == faultfs.OpCreate || e.kind == faultfs.OpTruncate || e.kind == faultfs.OpAllocate || e.kind == faultfs.OpRemove || e.kind == faultfs.OpRename):
 			firstPartWrite = i
 		}
 	}
@@ -321,7 +322,7 @@ func fileExists(dir, name string) bool {
 	return err == nil
 }
 
-func durablyNamed(fs *vfs.FaultFS, dir, name string) bool {
+func durablyNamed(fs *faultfs.FS, dir, name string) bool {
 	names, _ := fs.DurableNames(dir)
 	return slices.Contains(names, name)
 }
@@ -471,7 +472,7 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 // sets is checkpointed at once, so a crash right after does not bring the
 // records back.
 func TestDeleteRecordsSurvivesCrash(t *testing.T) {
-	fs := vfs.NewFaultFS()
+	fs := faultfs.New()
 	dir := t.TempDir()
 	b, err := Open(dir, faultOpts(fs))
 	if err != nil {

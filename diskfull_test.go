@@ -10,8 +10,9 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/foliolog/folio/internal/vfs"
 	"github.com/foliolog/folio/topic"
+	"github.com/foliolog/folio/vfs"
+	"github.com/foliolog/folio/vfs/faultfs"
 )
 
 // TestDiskFull: when the disk fills, produce gets ErrDiskFull and nothing
@@ -20,7 +21,7 @@ import (
 func TestDiskFull(t *testing.T) {
 	for _, flush := range []topic.FlushPolicy{FlushSync, FlushNone} {
 		t.Run(flush.String(), func(t *testing.T) {
-			fs := vfs.NewFaultFS()
+			fs := faultfs.New()
 			dir := t.TempDir()
 			b, err := Open(dir, faultOpts(fs))
 			if err != nil {
@@ -32,12 +33,12 @@ func TestDiskFull(t *testing.T) {
 
 			var full atomic.Bool
 			partDir := filepath.Join(dir, topic.DirName("t", 0))
-			fs.SetHook(func(op vfs.Op) error {
+			fs.SetHook(func(op faultfs.Op) error {
 				if !full.Load() || !strings.HasPrefix(op.Path, partDir) {
 					return nil
 				}
 				switch op.Kind {
-				case vfs.OpWrite, vfs.OpAllocate, vfs.OpCreate:
+				case faultfs.OpWrite, faultfs.OpAllocate, faultfs.OpCreate:
 					return fmt.Errorf("disk full: %w", syscall.ENOSPC)
 				}
 				return nil

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/vfs"
 )
 
 // syncRing is how many of a partition's latest fsync durations are kept for

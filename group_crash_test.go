@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/foliolog/folio/group"
-	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/vfs/faultfs"
 )
 
 // committedOffset reads a group's committed offset of one partition.
@@ -40,7 +40,7 @@ func committedOffset(t testing.TB, b *Broker, groupID string, tp TopicPartition)
 // then the disk loses what was not durable, then the dead Broker's objects
 // are torn down (kill, whose writes through new handles land on the
 // post-cut disk and are harmless: recovery rebuilds what they touch).
-func powerCut(t testing.TB, b *Broker, fs *vfs.FaultFS) {
+func powerCut(t testing.TB, b *Broker, fs *faultfs.FS) {
 	t.Helper()
 	fs.Crash()
 	if err := fs.PowerCut(); err != nil {
@@ -65,7 +65,7 @@ func abandonGroups(b *Broker, gcs ...*GroupConsumer) {
 func TestGroupCommitsSurvivePowerCut(t *testing.T) {
 	seed := testSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 7))
-	fs := vfs.NewFaultFS()
+	fs := faultfs.New()
 	dir := t.TempDir()
 	b, err := Open(dir, faultOpts(fs))
 	if err != nil {
@@ -149,7 +149,7 @@ func TestGroupCommitsSurvivePowerCut(t *testing.T) {
 // load the commit is clamped to the log end and reported, so the group
 // reads the records written next at those offsets instead of skipping them.
 func TestGroupClampAfterPowerCut(t *testing.T) {
-	fs := vfs.NewFaultFS()
+	fs := faultfs.New()
 	dir := t.TempDir()
 	b, err := Open(dir, faultOpts(fs))
 	if err != nil {

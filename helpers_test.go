@@ -11,7 +11,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/vfs"
+	"github.com/foliolog/folio/vfs/faultfs"
 )
 
 var seedFlag = flag.Uint64("seed", 0, "seed for randomized tests (0 = pick one and print it)")
@@ -132,7 +133,7 @@ func pollN(t testing.TB, c *Consumer, n int) []Record {
 // is not nil) kills every open handle so nothing more reaches the disk,
 // then the Broker's goroutines and logs stop without a checkpoint or
 // marker, and the lock is released for the next Open.
-func kill(t testing.TB, b *Broker, fs *vfs.FaultFS) {
+func kill(t testing.TB, b *Broker, fs *faultfs.FS) {
 	t.Helper()
 	if fs != nil {
 		fs.Crash()

@@ -9,7 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/vfs"
 )
 
 // Every small metadata file the Broker owns (format version, checkpoint,

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/foliolog/folio/internal/vfs"
 	"github.com/foliolog/folio/record"
+	"github.com/foliolog/folio/vfs/faultfs"
 )
 
 // recordingMetrics counts the events a Broker reports.
@@ -109,13 +109,13 @@ func TestMetricsAndStats(t *testing.T) {
 	}
 
 	// A failed write is reported.
-	fs := vfs.NewFaultFS()
+	fs := faultfs.New()
 	m2 := &recordingMetrics{}
 	b2 := openT(t, t.TempDir(), &Options{Metrics: m2, CheckpointInterval: -1, fs: fs})
 	createTopicT(t, b2, "t", TopicConfig{Flush: FlushNone})
 	p2 := producerT(t, b2, nil)
-	fs.SetHook(func(op vfs.Op) error {
-		if op.Kind == vfs.OpWrite && strings.HasSuffix(op.Path, ".log") {
+	fs.SetHook(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpWrite && strings.HasSuffix(op.Path, ".log") {
 			return syscall.EIO
 		}
 		return nil

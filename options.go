@@ -5,8 +5,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/foliolog/folio/internal/vfs"
 	"github.com/foliolog/folio/log"
+	"github.com/foliolog/folio/vfs"
 )
 
 // Defaults of Options.
@@ -75,7 +75,7 @@ type Options struct {
 	Now func() time.Time
 
 	// fs is the file layer under every file of the directory except the
-	// lock. Default vfs.Default. Tests of this package put a vfs.FaultFS
+	// lock. Default vfs.Default. Tests of this package put a faultfs.FS
 	// here to fail writes and cut power.
 	fs vfs.FS
 }

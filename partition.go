@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/foliolog/folio/internal/readpath"
-	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/readpath"
+	"github.com/foliolog/folio/vfs"
 	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/topic"

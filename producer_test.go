@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/foliolog/folio/internal/readpath"
-	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/topic"
+	"github.com/foliolog/folio/vfs/faultfs"
 )
 
 // rawBatches returns copies of every batch a partition holds.
@@ -181,12 +181,12 @@ func TestPartitioners(t *testing.T) {
 
 // blockLogSyncs makes fs hold every fsync of a .log file until release is
 // closed; blocked is signalled when the first one arrives.
-func blockLogSyncs(fs *vfs.FaultFS) (blocked <-chan struct{}, release func()) {
+func blockLogSyncs(fs *faultfs.FS) (blocked <-chan struct{}, release func()) {
 	gate := make(chan struct{})
 	first := make(chan struct{})
 	var once sync.Once
-	fs.SetHook(func(op vfs.Op) error {
-		if op.Kind == vfs.OpSync && strings.HasSuffix(op.Path, ".log") {
+	fs.SetHook(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpSync && strings.HasSuffix(op.Path, ".log") {
 			once.Do(func() { close(first) })
 			<-gate
 		}
@@ -197,7 +197,7 @@ func blockLogSyncs(fs *vfs.FaultFS) (blocked <-chan struct{}, release func()) {
 }
 
 func TestProduceUnknownOutcome(t *testing.T) {
-	fs := vfs.NewFaultFS()
+	fs := faultfs.New()
 	b := openT(t, t.TempDir(), faultOpts(fs))
 	createTopicT(t, b, "t", TopicConfig{Flush: FlushSync})
 	p := producerT(t, b, nil)
@@ -242,7 +242,7 @@ func TestProduceUnknownOutcome(t *testing.T) {
 }
 
 func TestProduceBlocksOnMemoryCap(t *testing.T) {
-	fs := vfs.NewFaultFS()
+	fs := faultfs.New()
 	b := openT(t, t.TempDir(), faultOpts(fs))
 	createTopicT(t, b, "t", TopicConfig{Flush: FlushSync})
 	const limit = 4096
@@ -489,7 +489,7 @@ func TestIdempotentAppendBatch(t *testing.T) {
 func TestProducerStateRebuiltOnRestart(t *testing.T) {
 	for _, clean := range []bool{true, false} {
 		t.Run(fmt.Sprintf("clean=%v", clean), func(t *testing.T) {
-			fs := vfs.NewFaultFS()
+			fs := faultfs.New()
 			dir := t.TempDir()
 			b, err := Open(dir, faultOpts(fs))
 			if err != nil {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/vfs"
 	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/topic"
 )

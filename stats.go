@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/foliolog/folio/group"
-	"github.com/foliolog/folio/internal/readpath"
+	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/log"
 )
 

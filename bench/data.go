@@ -6,7 +6,7 @@ import (
 	"hash/crc32"
 	"math/rand/v2"
 
-	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/vfs"
 	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/segment"
 )

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/foliolog/folio/internal/readpath"
+	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/record"
 )

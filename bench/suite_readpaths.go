@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/foliolog/folio/internal/readpath"
+	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/record"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/vfs"
 	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/segment"
 )

@@ -8,7 +8,7 @@ import (
 	"sync"
 
 	"github.com/foliolog/folio/group"
-	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/vfs"
 	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/record"
 )

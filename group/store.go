@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/foliolog/folio/internal/readpath"
+	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/record"
 )

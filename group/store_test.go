@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/twmb/franz-go/pkg/kmsg"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -19,9 +18,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/foliolog/folio/internal/vfs"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/record"
+	"github.com/foliolog/folio/vfs"
+	"github.com/foliolog/folio/vfs/faultfs"
 )
 
 // openLogs opens (creating) n partition logs of the offsets topic under dir.
@@ -223,7 +225,7 @@ func (d dataTopics) Offsets(topic string, p int32) (PartitionOffsets, error) {
 // commit. At load the commit is clamped to the log end, durably, so the
 // records written next at those offsets are consumed, not skipped.
 func TestClampAfterDataLoss(t *testing.T) {
-	fsys := vfs.NewFaultFS()
+	fsys := faultfs.New()
 	dir := t.TempDir()
 	dataDir := filepath.Join(dir, "t-0")
 	openData := func() *log.Log {
@@ -319,7 +321,7 @@ func TestCommitsSurvivePowerCut(t *testing.T) {
 }
 
 func powerCutRound(t *testing.T, rng *rand.Rand, name string) {
-	fsys := vfs.NewFaultFS()
+	fsys := faultfs.New()
 	dir := t.TempDir()
 	logs := openLogs(t, fsys, dir, 2, log.FlushSync)
 	c := newTestCoordinator(t, LogStore(logs), bigTopics{2}, nil)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/edsrzf/mmap-go"
 
-	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/vfs"
 )
 
 // core is the machinery the offset and time indexes share: a file of

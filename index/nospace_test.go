@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/vfs"
 )
 
 // faultyFS wraps the real file system and makes Allocate or Truncate of the

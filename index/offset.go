@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/vfs"
 )
 
 // OffsetEntrySize is the size of one .index entry: a 4-byte offset relative

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/vfs"
 )
 
 // TimeEntrySize is the size of one .timeindex entry: an 8-byte timestamp,

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/foliolog/folio/internal/readpath"
+	"github.com/foliolog/folio/readpath"
 )
 
 // countFDs returns the process's open descriptors, or -1 where /proc is

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/foliolog/folio/internal/vfs"
 	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/segment"
+	"github.com/foliolog/folio/vfs/faultfs"
 )
 
 // TestCompactConcurrent appends, reads and compacts at once (run it with
@@ -271,8 +271,8 @@ func TestCleanerSharedByLogs(t *testing.T) {
 
 // hookedCompaction opens a compacted log with several sealed segments on a
 // FaultFS and returns it with its model; the caller sets a hook.
-func hookedCompaction(t *testing.T) (*vfs.FaultFS, *Log, *kvModel) {
-	fsys := vfs.NewFaultFS()
+func hookedCompaction(t *testing.T) (*faultfs.FS, *Log, *kvModel) {
+	fsys := faultfs.New()
 	l, err := Open(fsys, t.TempDir(), compactOpts(t, 600, nil), State{})
 	if err != nil {
 		t.Fatal(err)
@@ -292,8 +292,8 @@ func TestCompactAbortedByTruncation(t *testing.T) {
 	defer l.Close()
 	var once sync.Once
 	cut := int64(10)
-	fsys.SetHook(func(op vfs.Op) error {
-		if op.Kind == vfs.OpCreate && strings.HasSuffix(op.Path, segment.LogSuffix+cleanedSuffix) {
+	fsys.SetHook(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpCreate && strings.HasSuffix(op.Path, segment.LogSuffix+cleanedSuffix) {
 			once.Do(func() {
 				if err := l.TruncateTo(cut); err != nil {
 					t.Errorf("truncate: %v", err)
@@ -335,8 +335,8 @@ func TestCompactAbandonedByClose(t *testing.T) {
 	fsys, l, _ := hookedCompaction(t)
 	inPass := make(chan struct{})
 	var once sync.Once
-	fsys.SetHook(func(op vfs.Op) error {
-		if op.Kind == vfs.OpCreate && strings.HasSuffix(op.Path, cleanedSuffix) {
+	fsys.SetHook(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpCreate && strings.HasSuffix(op.Path, cleanedSuffix) {
 			once.Do(func() {
 				close(inPass)
 				<-l.quit // hold the pass until Close has begun
@@ -368,8 +368,8 @@ func TestCompactCanceled(t *testing.T) {
 	defer l.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	handles := fsys.OpenHandles()
-	fsys.SetHook(func(op vfs.Op) error {
-		if op.Kind == vfs.OpCreate && strings.HasSuffix(op.Path, cleanedSuffix) {
+	fsys.SetHook(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpCreate && strings.HasSuffix(op.Path, cleanedSuffix) {
 			cancel()
 		}
 		return nil

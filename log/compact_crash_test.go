@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/vfs/faultfs"
 )
 
 // errDeadProcess fails every operation of a process after its power cut or
@@ -74,7 +74,7 @@ func TestCompactCrashAtEveryStep(t *testing.T) {
 	// pass makes.
 	dry := filepath.Join(root, "dry")
 	copyDir(t, tmpl, dry)
-	fsys := vfs.NewFaultFS()
+	fsys := faultfs.New()
 	l, err := Open(fsys, dry, opts, st)
 	if err != nil {
 		t.Fatal(err)
@@ -83,9 +83,9 @@ func TestCompactCrashAtEveryStep(t *testing.T) {
 	var (
 		mu    sync.Mutex
 		ops   int
-		kinds = map[vfs.OpKind]int{}
+		kinds = map[faultfs.OpKind]int{}
 	)
-	fsys.SetHook(func(op vfs.Op) error {
+	fsys.SetHook(func(op faultfs.Op) error {
 		mu.Lock()
 		ops++
 		kinds[op.Kind]++
@@ -126,7 +126,7 @@ func TestCompactCrashAtEveryStep(t *testing.T) {
 
 func compactCutAt(t *testing.T, tmpl, dir string, opts *Options, st State, m *kvModel, n int, crash bool, before, after []rrec) {
 	copyDir(t, tmpl, dir)
-	fsys := vfs.NewFaultFS()
+	fsys := faultfs.New()
 	l, err := Open(fsys, dir, opts, st)
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +137,7 @@ func compactCutAt(t *testing.T, tmpl, dir string, opts *Options, st State, m *kv
 		dead   bool
 		cutErr error
 	)
-	fsys.SetHook(func(op vfs.Op) error {
+	fsys.SetHook(func(op faultfs.Op) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if dead {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/foliolog/folio/index"
-	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/vfs"
 	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/segment"
 )

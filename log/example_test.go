@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/foliolog/folio/internal/readpath"
+	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/record"
 )

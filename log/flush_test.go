@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/vfs/faultfs"
 )
 
 // waitFor receives from ch or fails the test after a generous deadline (a
@@ -35,7 +35,7 @@ func isLogFile(path string) bool { return strings.HasSuffix(path, ".log") }
 // acknowledged by at most one more fsync.
 func TestGroupCommit(t *testing.T) {
 	const n = 16
-	fsys := vfs.NewFaultFS()
+	fsys := faultfs.New()
 	var (
 		armed   atomic.Bool
 		syncs   atomic.Int64
@@ -44,14 +44,14 @@ func TestGroupCommit(t *testing.T) {
 		release = make(chan struct{})
 		once    sync.Once
 	)
-	fsys.SetHook(func(op vfs.Op) error {
+	fsys.SetHook(func(op faultfs.Op) error {
 		if !armed.Load() || !isLogFile(op.Path) {
 			return nil
 		}
 		switch op.Kind {
-		case vfs.OpWrite:
+		case faultfs.OpWrite:
 			writes <- struct{}{}
-		case vfs.OpSync:
+		case faultfs.OpSync:
 			if syncs.Add(1) == 1 {
 				once.Do(func() { close(blocked) })
 				<-release
@@ -112,10 +112,10 @@ func TestGroupCommit(t *testing.T) {
 }
 
 func TestFlushEveryN(t *testing.T) {
-	fsys := vfs.NewFaultFS()
+	fsys := faultfs.New()
 	var syncs atomic.Int64
-	fsys.SetHook(func(op vfs.Op) error {
-		if op.Kind == vfs.OpSync && isLogFile(op.Path) {
+	fsys.SetHook(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpSync && isLogFile(op.Path) {
 			syncs.Add(1)
 		}
 		return nil
@@ -148,10 +148,10 @@ func TestFlushEveryN(t *testing.T) {
 }
 
 func TestFlushInterval(t *testing.T) {
-	fsys := vfs.NewFaultFS()
+	fsys := faultfs.New()
 	synced := make(chan struct{}, 16)
-	fsys.SetHook(func(op vfs.Op) error {
-		if op.Kind == vfs.OpSync && isLogFile(op.Path) {
+	fsys.SetHook(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpSync && isLogFile(op.Path) {
 			synced <- struct{}{}
 		}
 		return nil
@@ -185,10 +185,10 @@ func TestFlushInterval(t *testing.T) {
 }
 
 func TestFlushNoneNeverSyncsOnAppend(t *testing.T) {
-	fsys := vfs.NewFaultFS()
+	fsys := faultfs.New()
 	var syncs atomic.Int64
-	fsys.SetHook(func(op vfs.Op) error {
-		if op.Kind == vfs.OpSync {
+	fsys.SetHook(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpSync {
 			syncs.Add(1)
 		}
 		return nil
@@ -217,37 +217,37 @@ func TestFailStop(t *testing.T) {
 	cases := []struct {
 		name   string
 		policy FlushPolicy
-		hook   func(armed *atomic.Bool) vfs.Hook
+		hook   func(armed *atomic.Bool) faultfs.Hook
 		cause  error
 		// visible: is the failed append's record readable before reopen
 		visibleAfterReopen bool
 	}{
-		{"write EIO", FlushSync, func(a *atomic.Bool) vfs.Hook {
-			return onceWhen(a, vfs.OpWrite, syscall.EIO)
+		{"write EIO", FlushSync, func(a *atomic.Bool) faultfs.Hook {
+			return onceWhen(a, faultfs.OpWrite, syscall.EIO)
 		}, syscall.EIO, false},
-		{"write ENOSPC", FlushNone, func(a *atomic.Bool) vfs.Hook {
-			return onceWhen(a, vfs.OpWrite, syscall.ENOSPC)
+		{"write ENOSPC", FlushNone, func(a *atomic.Bool) faultfs.Hook {
+			return onceWhen(a, faultfs.OpWrite, syscall.ENOSPC)
 		}, syscall.ENOSPC, false},
-		{"fsync EIO", FlushSync, func(a *atomic.Bool) vfs.Hook {
-			return onceWhen(a, vfs.OpSync, syscall.EIO)
+		{"fsync EIO", FlushSync, func(a *atomic.Bool) faultfs.Hook {
+			return onceWhen(a, faultfs.OpSync, syscall.EIO)
 		}, syscall.EIO, true},
-		{"torn write", FlushNone, func(a *atomic.Bool) vfs.Hook {
-			return func(op vfs.Op) error {
-				if op.Kind == vfs.OpWrite && isLogFile(op.Path) && a.CompareAndSwap(true, false) {
-					return &vfs.ShortWriteError{N: 30, Err: syscall.EIO}
+		{"torn write", FlushNone, func(a *atomic.Bool) faultfs.Hook {
+			return func(op faultfs.Op) error {
+				if op.Kind == faultfs.OpWrite && isLogFile(op.Path) && a.CompareAndSwap(true, false) {
+					return &faultfs.ShortWriteError{N: 30, Err: syscall.EIO}
 				}
 				return nil
 			}
-		}, vfs.ErrShortWrite, false},
+		}, faultfs.ErrShortWrite, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			fsys := vfs.NewFaultFS()
+			fsys := faultfs.New()
 			var armed atomic.Bool
 			var syncsAfter atomic.Int64
 			failing := c.hook(&armed)
-			fsys.SetHook(func(op vfs.Op) error {
-				if !armed.Load() && op.Kind == vfs.OpSync {
+			fsys.SetHook(func(op faultfs.Op) error {
+				if !armed.Load() && op.Kind == faultfs.OpSync {
 					syncsAfter.Add(1)
 				}
 				return failing(op)
@@ -313,8 +313,8 @@ func TestFailStop(t *testing.T) {
 
 // onceWhen fails the first op of kind on a .log file after armed is set,
 // and disarms.
-func onceWhen(armed *atomic.Bool, kind vfs.OpKind, err error) vfs.Hook {
-	return func(op vfs.Op) error {
+func onceWhen(armed *atomic.Bool, kind faultfs.OpKind, err error) faultfs.Hook {
+	return func(op faultfs.Op) error {
 		if op.Kind == kind && isLogFile(op.Path) && armed.CompareAndSwap(true, false) {
 			return err
 		}
@@ -325,9 +325,9 @@ func onceWhen(armed *atomic.Bool, kind vfs.OpKind, err error) vfs.Hook {
 // TestFailedFsyncKeepsUnackedHidden: under FlushSync a record whose fsync
 // failed is never made visible, and waiters are not woken for it.
 func TestFailedFsyncKeepsUnackedHidden(t *testing.T) {
-	fsys := vfs.NewFaultFS()
+	fsys := faultfs.New()
 	var armed atomic.Bool
-	fsys.SetHook(onceWhen(&armed, vfs.OpSync, syscall.EIO))
+	fsys.SetHook(onceWhen(&armed, faultfs.OpSync, syscall.EIO))
 	l := openT(t, fsys, t.TempDir(), &Options{FlushPolicy: FlushSync}, State{})
 	appendN(t, l, "a", 1, 1, 10)
 	armed.Store(true)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/btree"
 
-	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/vfs"
 	"github.com/foliolog/folio/segment"
 )
 

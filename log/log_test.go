@@ -11,10 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/foliolog/folio/internal/readpath"
-	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/segment"
+	"github.com/foliolog/folio/vfs"
+	"github.com/foliolog/folio/vfs/faultfs"
 )
 
 // openT opens a log and closes it at the end of the test.
@@ -445,15 +446,15 @@ func TestOffsetForTime(t *testing.T) {
 }
 
 func TestBeforeFirstWrite(t *testing.T) {
-	fsys := vfs.NewFaultFS()
+	fsys := faultfs.New()
 	dir := filepath.Join(t.TempDir(), "p-0")
 	var mu sync.Mutex
 	calls := 0
 	var writesBeforeHook []string
-	fsys.SetHook(func(op vfs.Op) error {
+	fsys.SetHook(func(op faultfs.Op) error {
 		mu.Lock()
 		defer mu.Unlock()
-		if calls == 0 && op.Kind != vfs.OpOpen {
+		if calls == 0 && op.Kind != faultfs.OpOpen {
 			writesBeforeHook = append(writesBeforeHook, op.String())
 		}
 		return nil
@@ -573,11 +574,11 @@ func TestCloseIsIdempotent(t *testing.T) {
 // background goroutine; its .log is fsynced and its indexes trimmed without
 // any append waiting for it, and the durable end moves to its end.
 func TestSegmentsAreSealedInTheBackground(t *testing.T) {
-	fsys := vfs.NewFaultFS()
+	fsys := faultfs.New()
 	dir := t.TempDir()
 	sealed := make(chan string, 16)
-	fsys.SetHook(func(op vfs.Op) error {
-		if op.Kind == vfs.OpSync && strings.HasSuffix(op.Path, "00000000000000000000.log") {
+	fsys.SetHook(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpSync && strings.HasSuffix(op.Path, "00000000000000000000.log") {
 			sealed <- op.Path
 		}
 		return nil
@@ -619,14 +620,14 @@ func TestSegmentsAreSealedInTheBackground(t *testing.T) {
 // while appends go on into the next segment; they complete, and so does
 // the seal once released.
 func TestSealDoesNotBlockAppends(t *testing.T) {
-	fsys := vfs.NewFaultFS()
+	fsys := faultfs.New()
 	dir := t.TempDir()
 	first := filepath.Join(dir, "00000000000000000000.log")
 	blocked := make(chan struct{})
 	release := make(chan struct{})
 	var once sync.Once
-	fsys.SetHook(func(op vfs.Op) error {
-		if op.Kind == vfs.OpSync && op.Path == first {
+	fsys.SetHook(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpSync && op.Path == first {
 			once.Do(func() {
 				close(blocked)
 				<-release

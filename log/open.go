@@ -14,7 +14,7 @@ import (
 
 	"github.com/google/btree"
 
-	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/vfs"
 	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/segment"
 )

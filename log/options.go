@@ -5,7 +5,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/foliolog/folio/internal/readpath"
+	"github.com/foliolog/folio/readpath"
 )
 
 // Defaults, Kafka's where Kafka has one.

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/vfs/faultfs"
 )
 
 // cutCase is one flush policy under the power-cut workload.
@@ -76,7 +76,7 @@ func TestPowerCut(t *testing.T) {
 
 func powerCutOnce(t *testing.T, c cutCase, crash bool, seed uint64) {
 	rng := newRand(seed)
-	fsys := vfs.NewFaultFS()
+	fsys := faultfs.New()
 	dir := t.TempDir()
 	o := &Options{
 		SegmentBytes:       int64(800 + rng.IntN(2000)),
@@ -100,7 +100,7 @@ func powerCutOnce(t *testing.T, c cutCase, crash bool, seed uint64) {
 			cutErr = fsys.PowerCut()
 		}
 	}
-	fsys.SetHook(func(op vfs.Op) error {
+	fsys.SetHook(func(op faultfs.Op) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if cut {

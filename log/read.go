@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/foliolog/folio/internal/readpath"
+	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/segment"
 )

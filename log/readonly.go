@@ -13,8 +13,8 @@ import (
 
 	"github.com/google/btree"
 
-	"github.com/foliolog/folio/internal/readpath"
-	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/readpath"
+	"github.com/foliolog/folio/vfs"
 	"github.com/foliolog/folio/segment"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/foliolog/folio/internal/readpath"
+	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/segment"
 )

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/foliolog/folio/internal/vfs"
 	"github.com/foliolog/folio/segment"
+	"github.com/foliolog/folio/vfs/faultfs"
 )
 
 // buildLog writes n batches of 2 records (about 300 bytes each) into a new
@@ -40,8 +40,8 @@ type openRecorder struct {
 	opened []string
 }
 
-func (r *openRecorder) hook(op vfs.Op) error {
-	if op.Kind == vfs.OpOpen || op.Kind == vfs.OpCreate {
+func (r *openRecorder) hook(op faultfs.Op) error {
+	if op.Kind == faultfs.OpOpen || op.Kind == faultfs.OpCreate {
 		r.mu.Lock()
 		r.opened = append(r.opened, filepath.Base(op.Path))
 		r.mu.Unlock()
@@ -65,7 +65,7 @@ func TestCleanOpenIsLazy(t *testing.T) {
 	if len(bases) < 20 {
 		t.Fatalf("only %d segments", len(bases))
 	}
-	fsys := vfs.NewFaultFS()
+	fsys := faultfs.New()
 	rec := &openRecorder{}
 	fsys.SetHook(rec.hook)
 	o := &Options{SegmentBytes: 1024, FlushPolicy: FlushNone}
@@ -107,7 +107,7 @@ func TestUncleanOpenScansFromRecoveryPoint(t *testing.T) {
 	k := len(bases) / 2
 	st.Clean = false
 	st.RecoveryPoint = bases[k] + 1 // inside segment k
-	fsys := vfs.NewFaultFS()
+	fsys := faultfs.New()
 	rec := &openRecorder{}
 	fsys.SetHook(rec.hook)
 	l := openT(t, fsys, dir, &Options{SegmentBytes: 1024, FlushPolicy: FlushNone}, st)

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/foliolog/folio/internal/readpath"
-	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/segment"
+	"github.com/foliolog/folio/vfs/faultfs"
 )
 
 // fillSegments appends one batch per segment (SegmentBytes small enough that
@@ -256,10 +256,10 @@ func TestRetentionRacesReaders(t *testing.T) {
 // TestRetentionSchedule: the Log's own goroutine applies retention every
 // RetentionCheckInterval, and Close stops it (goleak checks in TestMain).
 func TestRetentionSchedule(t *testing.T) {
-	fsys := vfs.NewFaultFS()
+	fsys := faultfs.New()
 	deleted := make(chan string, 64)
-	fsys.SetHook(func(op vfs.Op) error {
-		if op.Kind == vfs.OpRename && strings.HasSuffix(op.NewPath, segment.LogSuffix+segment.DeletedSuffix) {
+	fsys.SetHook(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpRename && strings.HasSuffix(op.NewPath, segment.LogSuffix+segment.DeletedSuffix) {
 			deleted <- filepath.Base(op.Path)
 		}
 		return nil

@@ -13,8 +13,8 @@ import (
 	"sync/atomic"
 
 	"github.com/foliolog/folio/index"
-	"github.com/foliolog/folio/internal/readpath"
-	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/readpath"
+	"github.com/foliolog/folio/vfs"
 	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/segment"
 )

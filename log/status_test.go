@@ -11,9 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foliolog/folio/vfs/faultfs"
 	"go.uber.org/goleak"
-
-	"github.com/foliolog/folio/internal/vfs"
 )
 
 func closedNow(ch <-chan struct{}) bool {
@@ -140,9 +139,9 @@ func TestWaitChanCancelLeavesNothing(t *testing.T) {
 // (FlushInterval) shows in Err before any append sees it; Close turns it
 // into ErrClosed.
 func TestErrReportsBackgroundFailure(t *testing.T) {
-	fsys := vfs.NewFaultFS()
+	fsys := faultfs.New()
 	var armed atomic.Bool
-	fsys.SetHook(onceWhen(&armed, vfs.OpSync, syscall.EIO))
+	fsys.SetHook(onceWhen(&armed, faultfs.OpSync, syscall.EIO))
 	l, err := Open(fsys, t.TempDir(), &Options{FlushPolicy: FlushInterval(time.Millisecond)}, State{})
 	if err != nil {
 		t.Fatal(err)
@@ -221,10 +220,10 @@ func TestStatsBytes(t *testing.T) {
 // TestStatsFsync: every group commit's fsync and every seal is timed; a
 // slow fsync shows in Max and in the high buckets.
 func TestStatsFsync(t *testing.T) {
-	fsys := vfs.NewFaultFS()
+	fsys := faultfs.New()
 	var slow atomic.Bool
-	fsys.SetHook(func(op vfs.Op) error {
-		if op.Kind == vfs.OpSync && isLogFile(op.Path) && slow.CompareAndSwap(true, false) {
+	fsys.SetHook(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpSync && isLogFile(op.Path) && slow.CompareAndSwap(true, false) {
 			time.Sleep(30 * time.Millisecond)
 		}
 		return nil

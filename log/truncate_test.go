@@ -5,8 +5,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/foliolog/folio/internal/readpath"
-	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/readpath"
+	"github.com/foliolog/folio/vfs/faultfs"
 )
 
 func TestTruncateTo(t *testing.T) {
@@ -147,7 +147,7 @@ func TestTruncateUnderView(t *testing.T) {
 // TestTruncateSurvivesPowerCut: once TruncateTo returns, the removed records
 // do not come back after a power cut.
 func TestTruncateSurvivesPowerCut(t *testing.T) {
-	fsys := vfs.NewFaultFS()
+	fsys := faultfs.New()
 	dir := t.TempDir()
 	o := &Options{SegmentBytes: 2048, FlushPolicy: FlushSync, noBackground: true}
 	l, err := Open(fsys, dir, o, State{})

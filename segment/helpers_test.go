@@ -17,9 +17,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/foliolog/folio/index"
-	"github.com/foliolog/folio/internal/readpath"
-	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/record"
+	"github.com/foliolog/folio/vfs"
 )
 
 var seedFlag = flag.Int64("seed", 0, "seed for randomized tests (0: time-based); also FOLIO_SEED")
@@ -465,7 +465,7 @@ func fill(t testing.TB, s *Segment, m *model, g *gen, n int) {
 }
 
 // fastFS is the OS file system with fsync turned off, for tests of logic
-// rather than durability (those use vfs.FaultFS): a fsync costs
+// rather than durability (those use faultfs.FS): a fsync costs
 // milliseconds on a shared test disk and recovery tests do thousands.
 type fastFS struct{ vfs.OSFS }
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/foliolog/folio/internal/readpath"
+	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/record"
 )
 

@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/foliolog/folio/index"
-	"github.com/foliolog/folio/internal/readpath"
+	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/record"
 )
 

@@ -11,8 +11,9 @@ import (
 	"testing"
 
 	"github.com/foliolog/folio/index"
-	"github.com/foliolog/folio/internal/vfs"
 	"github.com/foliolog/folio/record"
+	"github.com/foliolog/folio/vfs"
+	"github.com/foliolog/folio/vfs/faultfs"
 )
 
 // crashFiles is a segment's three files as bytes.
@@ -276,7 +277,7 @@ func TestPowerCutKeepsSyncedBatches(t *testing.T) {
 	rng := testRand(t)
 	for trial := range 5 {
 		dir := segDir(t)
-		ffs := vfs.NewFaultFS()
+		ffs := faultfs.New()
 		s, err := Create(ffs, dir, 0, &Options{IndexIntervalBytes: 300})
 		if err != nil {
 			t.Fatal(err)
@@ -291,9 +292,9 @@ func TestPowerCutKeepsSyncedBatches(t *testing.T) {
 		fill(t, s, m, g, 1+rng.Intn(40))
 		if trial%2 == 1 {
 			// A torn write at the end.
-			ffs.SetHook(func(op vfs.Op) error {
-				if op.Kind == vfs.OpWrite && filepath.Ext(op.Path) == ".log" {
-					return &vfs.ShortWriteError{N: op.Len / 2, Err: syscall.EIO}
+			ffs.SetHook(func(op faultfs.Op) error {
+				if op.Kind == faultfs.OpWrite && filepath.Ext(op.Path) == ".log" {
+					return &faultfs.ShortWriteError{N: op.Len / 2, Err: syscall.EIO}
 				}
 				return nil
 			})
@@ -328,7 +329,7 @@ func TestPowerCutKeepsSyncedBatches(t *testing.T) {
 func TestFailStopUntilRecover(t *testing.T) {
 	rng := testRand(t)
 	dir := segDir(t)
-	ffs := vfs.NewFaultFS()
+	ffs := faultfs.New()
 	s, err := Create(ffs, dir, 0, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -338,9 +339,9 @@ func TestFailStopUntilRecover(t *testing.T) {
 	g := newGen(t, rng, 0)
 	fill(t, s, m, g, 20)
 
-	ffs.SetHook(vfs.FailNthWhere(func(op vfs.Op) bool {
-		return op.Kind == vfs.OpWrite && filepath.Ext(op.Path) == ".log"
-	}, 1, &vfs.ShortWriteError{N: 30, Err: syscall.ENOSPC}))
+	ffs.SetHook(faultfs.FailNthWhere(func(op faultfs.Op) bool {
+		return op.Kind == faultfs.OpWrite && filepath.Ext(op.Path) == ".log"
+	}, 1, &faultfs.ShortWriteError{N: 30, Err: syscall.ENOSPC}))
 	if _, err := s.Append(g.batch()); !errors.Is(err, ErrFailed) || !errors.Is(err, vfs.ErrNoSpace) {
 		t.Fatalf("failed write: %v, want ErrFailed and ErrNoSpace", err)
 	}
@@ -365,7 +366,7 @@ func TestFailStopUntilRecover(t *testing.T) {
 	checkAgainst(t, s, m)
 
 	// A failed fsync stops writes too.
-	ffs.SetHook(vfs.FailNth(vfs.OpSync, 1, syscall.EIO))
+	ffs.SetHook(faultfs.FailNth(faultfs.OpSync, 1, syscall.EIO))
 	if err := s.Sync(); !errors.Is(err, ErrFailed) || !errors.Is(err, syscall.EIO) {
 		t.Fatalf("failed fsync: %v", err)
 	}
@@ -384,9 +385,9 @@ func TestRecoverReportsFailedTruncate(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	ffs := vfs.NewFaultFS()
-	ffs.SetHook(vfs.FailNthWhere(func(op vfs.Op) bool {
-		return op.Kind == vfs.OpTruncate && filepath.Ext(op.Path) == ".log"
+	ffs := faultfs.New()
+	ffs.SetHook(faultfs.FailNthWhere(func(op faultfs.Op) bool {
+		return op.Kind == faultfs.OpTruncate && filepath.Ext(op.Path) == ".log"
 	}, 1, syscall.EIO))
 	r, err := Open(ffs, dir, 0, nil)
 	if err != nil {

@@ -10,22 +10,22 @@ import (
 	"testing"
 
 	"github.com/foliolog/folio/index"
-	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/vfs/faultfs"
 )
 
 // opLog records the FaultFS operations on a set of paths.
 type opLog struct {
 	mu    sync.Mutex
 	paths map[string]bool
-	ops   []vfs.Op
+	ops   []faultfs.Op
 }
 
-func watchOps(ffs *vfs.FaultFS, paths ...string) *opLog {
+func watchOps(ffs *faultfs.FS, paths ...string) *opLog {
 	l := &opLog{paths: map[string]bool{}}
 	for _, p := range paths {
 		l.paths[p] = true
 	}
-	ffs.SetHook(func(op vfs.Op) error {
+	ffs.SetHook(func(op faultfs.Op) error {
 		if l.paths[op.Path] || l.paths[op.NewPath] {
 			l.mu.Lock()
 			l.ops = append(l.ops, op)
@@ -36,10 +36,10 @@ func watchOps(ffs *vfs.FaultFS, paths ...string) *opLog {
 	return l
 }
 
-func (l *opLog) kinds(path string) map[vfs.OpKind]int {
+func (l *opLog) kinds(path string) map[faultfs.OpKind]int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	n := map[vfs.OpKind]int{}
+	n := map[faultfs.OpKind]int{}
 	for _, op := range l.ops {
 		if op.Path == path || op.NewPath == path {
 			n[op.Kind]++
@@ -57,7 +57,7 @@ func (l *opLog) kinds(path string) map[vfs.OpKind]int {
 func TestRecoverKeepsIndexesThatMatch(t *testing.T) {
 	rng := testRand(t)
 	dir := segDir(t)
-	ffs := vfs.NewFaultFS()
+	ffs := faultfs.New()
 	opts := &Options{IndexIntervalBytes: 300}
 	s, err := Create(ffs, dir, 0, opts)
 	if err != nil {
@@ -97,11 +97,11 @@ func TestRecoverKeepsIndexesThatMatch(t *testing.T) {
 	}
 	for i, p := range []string{offPath, timePath} {
 		for kind, n := range ops.kinds(p) {
-			if kind != vfs.OpOpen && kind != vfs.OpSync {
+			if kind != faultfs.OpOpen && kind != faultfs.OpSync {
 				t.Errorf("%s: Recover did %d %v operation(s) on an index that was already right", p, n, kind)
 			}
 		}
-		if ops.kinds(p)[vfs.OpSync] == 0 {
+		if ops.kinds(p)[faultfs.OpSync] == 0 {
 			t.Errorf("%s: not fsynced", p)
 		}
 		if n, err := ffs.Unsynced(p); err != nil || n != 0 {
@@ -157,7 +157,7 @@ func TestRecoverRewritesIndexesInPlace(t *testing.T) {
 					infos[p] = fi
 				}
 			}
-			ffs := vfs.NewFaultFS()
+			ffs := faultfs.New()
 			ops := watchOps(ffs, offPath, timePath)
 			s, err := Open(ffs, dir, 0, opts)
 			if err != nil {
@@ -175,7 +175,7 @@ func TestRecoverRewritesIndexesInPlace(t *testing.T) {
 			}
 			for _, p := range []string{offPath, timePath} {
 				k := ops.kinds(p)
-				if k[vfs.OpRemove] != 0 || k[vfs.OpRename] != 0 {
+				if k[faultfs.OpRemove] != 0 || k[faultfs.OpRename] != 0 {
 					t.Errorf("%s: removed or renamed (%v); it must be rewritten in place", p, k)
 				}
 				if n, err := ffs.Unsynced(p); err != nil || n != 0 {
@@ -213,7 +213,7 @@ func TestRebuildAtLoadKeepsTheGoodIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ffs := vfs.NewFaultFS()
+	ffs := faultfs.New()
 	ops := watchOps(ffs, offPath)
 	s, err := Open(ffs, dir, 0, opts)
 	if err != nil {
@@ -226,7 +226,7 @@ func TestRebuildAtLoadKeepsTheGoodIndex(t *testing.T) {
 		t.Fatalf("%d rebuilds, want 1", n)
 	}
 	for kind, n := range ops.kinds(offPath) {
-		if kind != vfs.OpOpen && kind != vfs.OpSync {
+		if kind != faultfs.OpOpen && kind != faultfs.OpSync {
 			t.Errorf("%s: %d %v operation(s) on the index that was right", offPath, n, kind)
 		}
 	}
@@ -265,7 +265,7 @@ func TestFailedRepairKeepsTheSegmentUsable(t *testing.T) {
 	for _, active := range []bool{false, true} {
 		dir := segDir(t)
 		writeSegmentFiles(t, dir, 0, bad)
-		ffs := vfs.NewFaultFS()
+		ffs := faultfs.New()
 		s, err := Open(ffs, dir, 0, opts)
 		if err != nil {
 			t.Fatal(err)
@@ -275,8 +275,8 @@ func TestFailedRepairKeepsTheSegmentUsable(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		ffs.SetHook(func(op vfs.Op) error {
-			if op.Path == IndexPath(dir, 0) && op.Kind == vfs.OpCreate {
+		ffs.SetHook(func(op faultfs.Op) error {
+			if op.Path == IndexPath(dir, 0) && op.Kind == faultfs.OpCreate {
 				return syscall.EIO
 			}
 			return nil

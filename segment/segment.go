@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/foliolog/folio/index"
-	"github.com/foliolog/folio/internal/readpath"
-	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/readpath"
+	"github.com/foliolog/folio/vfs"
 )
 
 // Segment is one log segment: a .log of RecordBatch v2 batches with

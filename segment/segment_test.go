@@ -10,9 +10,10 @@ import (
 	"testing"
 
 	"github.com/foliolog/folio/index"
-	"github.com/foliolog/folio/internal/readpath"
-	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/record"
+	"github.com/foliolog/folio/vfs"
+	"github.com/foliolog/folio/vfs/faultfs"
 )
 
 func TestAppendAndLookups(t *testing.T) {
@@ -265,7 +266,7 @@ func equalEntries[E comparable](a, b []E) bool {
 func TestCleanReopenIsLazyAndRebuildsNothing(t *testing.T) {
 	rng := testRand(t)
 	dir := segDir(t)
-	ffs := vfs.NewFaultFS()
+	ffs := faultfs.New()
 	const base = 500
 	s, err := Create(ffs, dir, base, nil)
 	if err != nil {
@@ -468,14 +469,14 @@ func TestDeleteWhileViewHeld(t *testing.T) {
 func TestDeleteLeavesDeletedFilesWhenUnlinkFails(t *testing.T) {
 	rng := testRand(t)
 	dir := segDir(t)
-	ffs := vfs.NewFaultFS()
+	ffs := faultfs.New()
 	s, err := Create(ffs, dir, 7, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	fill(t, s, &model{base: 7}, newGen(t, rng, 7), 5)
-	ffs.SetHook(func(op vfs.Op) error {
-		if op.Kind == vfs.OpRemove {
+	ffs.SetHook(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpRemove {
 			return syscall.EIO
 		}
 		return nil

@@ -6,7 +6,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/vfs/faultfs"
 )
 
 // TestSyncLogFsyncsTheLogAlone: SyncLog fsyncs the .log and nothing else,
@@ -16,7 +16,7 @@ import (
 func TestSyncLogFsyncsTheLogAlone(t *testing.T) {
 	rng := testRand(t)
 	dir := segDir(t)
-	ffs := vfs.NewFaultFS()
+	ffs := faultfs.New()
 	opts := &Options{IndexIntervalBytes: 300}
 	s, err := Create(ffs, dir, 0, opts)
 	if err != nil {
@@ -26,8 +26,8 @@ func TestSyncLogFsyncsTheLogAlone(t *testing.T) {
 	fill(t, s, m, newGen(t, rng, 0), 80)
 	logPath, offPath, timePath := LogPath(dir, 0), IndexPath(dir, 0), TimeIndexPath(dir, 0)
 	var syncs []string
-	ffs.SetHook(func(op vfs.Op) error {
-		if op.Kind == vfs.OpSync {
+	ffs.SetHook(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpSync {
 			syncs = append(syncs, op.Path)
 		}
 		return nil
@@ -70,7 +70,7 @@ func TestSyncLogFsyncsTheLogAlone(t *testing.T) {
 func TestSyncLogFailureIsFailStop(t *testing.T) {
 	rng := testRand(t)
 	dir := segDir(t)
-	ffs := vfs.NewFaultFS()
+	ffs := faultfs.New()
 	s, err := Create(ffs, dir, 0, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -79,8 +79,8 @@ func TestSyncLogFailureIsFailStop(t *testing.T) {
 	m := &model{}
 	g := newGen(t, rng, 0)
 	fill(t, s, m, g, 10)
-	ffs.SetHook(func(op vfs.Op) error {
-		if op.Kind == vfs.OpSync && filepath.Ext(op.Path) == LogSuffix {
+	ffs.SetHook(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpSync && filepath.Ext(op.Path) == LogSuffix {
 			return syscall.EIO
 		}
 		return nil
@@ -106,8 +106,8 @@ func TestSyncLogFailureIsFailStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	var syncs int
-	ffs.SetHook(func(op vfs.Op) error {
-		if op.Kind == vfs.OpSync {
+	ffs.SetHook(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpSync {
 			syncs++
 		}
 		return nil

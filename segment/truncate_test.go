@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/foliolog/folio/index"
-	"github.com/foliolog/folio/internal/readpath"
+	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/record"
 )
 

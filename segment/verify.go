@@ -10,7 +10,7 @@ import (
 	"slices"
 
 	"github.com/foliolog/folio/index"
-	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/vfs"
 	"github.com/foliolog/folio/record"
 )
 

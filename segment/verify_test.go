@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/foliolog/folio/index"
-	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/vfs"
 )
 
 // readOnlyFS refuses, and records, every call that could change anything:

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/vfs"
 )
 
 // DefaultProducerIDBlock is how many producer ids one catalog write
@@ -24,7 +24,7 @@ const DefaultProducerIDBlock = 1000
 // Options configures a Catalog. The zero value (and nil) gives defaults.
 type Options struct {
 	// FS is the file layer. Default vfs.Default, the real file system;
-	// tests pass a vfs.FaultFS.
+	// tests pass a faultfs.FS.
 	FS vfs.FS
 	// ProducerIDBlock is how many producer ids are reserved per catalog
 	// write: AllocateProducerID writes the catalog once per block, and a

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/vfs"
 )
 
 // readOnlyFS passes reads through to the real file system and refuses,

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/vfs/faultfs"
 )
 
 func openCatalog(t testing.TB, dir string, opts *Options) *Catalog {
@@ -513,7 +513,7 @@ type crashCase struct {
 // setupCrashDir prepares a data directory the FaultFS treats as durable:
 // topics keep (2 partitions, each with a segment file) and victim (2
 // partitions).
-func setupCrashDir(t *testing.T, fs *vfs.FaultFS) (dir string, old map[string]Config, keepID ID) {
+func setupCrashDir(t *testing.T, fs *faultfs.FS) (dir string, old map[string]Config, keepID ID) {
 	t.Helper()
 	dir = filepath.Join(fastTempDir(t), "data")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -534,7 +534,7 @@ func setupCrashDir(t *testing.T, fs *vfs.FaultFS) (dir string, old map[string]Co
 	return dir, map[string]Config{"keep": keep.Config, "victim": (Config{Partitions: 2, Flush: FlushPolicy{Mode: FlushNone}}).WithDefaults()}, keep.ID
 }
 
-func writeDurable(t *testing.T, fs *vfs.FaultFS, path string, data []byte) {
+func writeDurable(t *testing.T, fs *faultfs.FS, path string, data []byte) {
 	t.Helper()
 	f, err := fs.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -644,11 +644,11 @@ func TestCatalogCrashAtEveryStep(t *testing.T) {
 	for _, cc := range crashCases {
 		t.Run(cc.name, func(t *testing.T) {
 			// A dry run counts the operation's steps.
-			fs := vfs.NewFaultFS()
+			fs := faultfs.New()
 			dir, _, _ := setupCrashDir(t, fs)
 			var steps int
 			var stepLog []string
-			fs.SetHook(func(op vfs.Op) error {
+			fs.SetHook(func(op faultfs.Op) error {
 				steps++
 				stepLog = append(stepLog, op.String())
 				return nil
@@ -674,11 +674,11 @@ func TestCatalogCrashAtEveryStep(t *testing.T) {
 
 func crashAt(t *testing.T, cc crashCase, k int, cut bool) {
 	t.Helper()
-	fs := vfs.NewFaultFS()
+	fs := faultfs.New()
 	dir, old, keepID := setupCrashDir(t, fs)
 	c := openCatalog(t, dir, &Options{FS: fs, ProducerIDBlock: 10})
 	dead := fmt.Errorf("process died at step %d: %w", k, syscall.EIO)
-	fs.SetHook(vfs.FailFromNthWhere(func(vfs.Op) bool { return true }, k, dead))
+	fs.SetHook(faultfs.FailFromNthWhere(func(faultfs.Op) bool { return true }, k, dead))
 	opErr := cc.run(c)
 	if cut {
 		if err := fs.PowerCut(); err != nil {
@@ -787,16 +787,16 @@ func TestCatalogFailuresWithoutCrash(t *testing.T) {
 	for _, cc := range crashCases {
 		t.Run(cc.name, func(t *testing.T) {
 			for k := 1; ; k++ {
-				fs := vfs.NewFaultFS()
+				fs := faultfs.New()
 				dir, old, _ := setupCrashDir(t, fs)
 				c := openCatalog(t, dir, &Options{FS: fs, ProducerIDBlock: 10})
-				var failedOp vfs.Op
+				var failedOp faultfs.Op
 				var n int
-				fs.SetHook(func(op vfs.Op) error {
+				fs.SetHook(func(op faultfs.Op) error {
 					n++
 					if n == k {
 						failedOp = op
-						return &vfs.ShortWriteError{N: 5, Err: syscall.EIO}
+						return &faultfs.ShortWriteError{N: 5, Err: syscall.EIO}
 					}
 					return nil
 				})
@@ -812,7 +812,7 @@ func TestCatalogFailuresWithoutCrash(t *testing.T) {
 				if opErr == nil && !errors.Is(opErr, ErrCleanupPending) {
 					// Cleanup after a committed delete may fail without
 					// failing the delete; everything else must report.
-					if failedOp.Kind != vfs.OpRemove && failedOp.Kind != vfs.OpSyncDir {
+					if failedOp.Kind != faultfs.OpRemove && failedOp.Kind != faultfs.OpSyncDir {
 						t.Fatalf("%s: failed step went unreported", where)
 					}
 				}
@@ -872,7 +872,7 @@ func TestCatalogFailuresWithoutCrash(t *testing.T) {
 func TestCatalogWriteOrder(t *testing.T) {
 	for _, cc := range crashCases {
 		t.Run(cc.name, func(t *testing.T) {
-			fs := vfs.NewFaultFS()
+			fs := faultfs.New()
 			dir, _, _ := setupCrashDir(t, fs)
 			c := openCatalog(t, dir, &Options{FS: fs, ProducerIDBlock: 10})
 			catalogPath := filepath.Join(dir, CatalogFile)
@@ -891,8 +891,8 @@ func TestCatalogWriteOrder(t *testing.T) {
 				return m
 			}
 			var checks int
-			fs.SetHook(func(op vfs.Op) error {
-				if op.Kind == vfs.OpRename && op.NewPath == catalogPath {
+			fs.SetHook(func(op faultfs.Op) error {
+				if op.Kind == faultfs.OpRename && op.NewPath == catalogPath {
 					data, err := os.ReadFile(op.Path)
 					if err != nil {
 						t.Errorf("reading %s: %v", op.Path, err)
@@ -906,7 +906,7 @@ func TestCatalogWriteOrder(t *testing.T) {
 					}
 					checks++
 				}
-				if (op.Kind == vfs.OpRename || op.Kind == vfs.OpRemove) && op.Path != filepath.Join(dir, catalogTmp) && strings.HasPrefix(op.Path, dir+"/") {
+				if (op.Kind == faultfs.OpRename || op.Kind == faultfs.OpRemove) && op.Path != filepath.Join(dir, catalogTmp) && strings.HasPrefix(op.Path, dir+"/") {
 					rel, _ := filepath.Rel(dir, op.Path)
 					top := strings.Split(rel, string(filepath.Separator))[0]
 					if _, _, ok := ParseDirName(top); ok {
@@ -932,7 +932,7 @@ func TestCatalogWriteOrder(t *testing.T) {
 }
 
 // fastTempDir is t.TempDir, but on a RAM file system where there is one.
-// The crash tests model durability with vfs.FaultFS, which still issues
+// The crash tests model durability with faultfs.FS, which still issues
 // the real fsyncs; on a disk each costs milliseconds, and the tests run
 // thousands. What survives a cut there is decided by the FaultFS model,
 // not by the device, so the device does not matter.
@@ -1001,7 +1001,7 @@ func fuzzCatalogBytes(t *testing.T, data []byte) {
 // TestCatalogNewDataDirIsDurable: a data directory the catalog creates
 // survives a power cut together with the topics created in it.
 func TestCatalogNewDataDirIsDurable(t *testing.T) {
-	fs := vfs.NewFaultFS()
+	fs := faultfs.New()
 	dir := filepath.Join(fastTempDir(t), "var", "folio", "data")
 	c := openCatalog(t, dir, &Options{FS: fs})
 	if _, err := c.Create("orders", Config{Partitions: 2}); err != nil {

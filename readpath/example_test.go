@@ -5,7 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/foliolog/folio/internal/readpath"
+	"github.com/foliolog/folio/readpath"
 )
 
 func ExampleOpen() {

@@ -1,4 +1,4 @@
-package vfs
+package faultfs
 
 import (
 	"bytes"
@@ -10,14 +10,17 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
 	"syscall"
+
+	"github.com/foliolog/folio/vfs"
 )
 
-// FaultFS is an FS over real files that records what a power cut would
+// FS is an FS over real files that records what a power cut would
 // keep, injects failures through a hook, and can simulate a power cut or a
 // process crash on the real disk. See the package documentation for the
 // model. All methods are safe for concurrent use.
-type FaultFS struct {
+type FS struct {
 	hook atomic.Pointer[Hook]
 
 	// gen is the current handle generation: PowerCut and Crash end one, and
@@ -39,7 +42,7 @@ type FaultFS struct {
 	// The hook is never called with any of them held.
 	nsMu sync.Mutex
 	// byPath maps the live absolute path of every file and directory the
-	// FaultFS knows to its identity; renames move entries, so an inode keeps
+	// FS knows to its identity; renames move entries, so an inode keeps
 	// its durable state whatever it is called now.
 	byPath  map[string]*inode
 	handles map[*faultFile]struct{}
@@ -55,7 +58,7 @@ type inode struct {
 	path string
 
 	// For files. captured false means the file has not been opened for
-	// writing since the FaultFS saw it (or since the last power cut), so its
+	// writing since the FS saw it (or since the last power cut), so its
 	// bytes on disk are its durable content; otherwise durable is the
 	// content as of its last successful Sync (or of its creation: empty).
 	captured bool
@@ -68,18 +71,18 @@ type inode struct {
 	spare  []byte
 
 	// For directories. listed false means nothing in the directory has
-	// been touched through the FaultFS: everything in it on disk is durable.
+	// been touched through the FS: everything in it on disk is durable.
 	// Once listed, names holds the entries as of the last successful SyncDir
 	// (initially the entries on disk when it was first listed; none for a
-	// directory the FaultFS created).
+	// directory the FS created).
 	listed bool
 	names  map[string]*inode
 }
 
-// NewFaultFS returns a FaultFS with no hook. It serves any path; the
+// New returns a FS with no hook. It serves any path; the
 // directories it is used in are typically a test's t.TempDir().
-func NewFaultFS() *FaultFS {
-	return &FaultFS{
+func New() *FS {
+	return &FS{
 		byPath:  make(map[string]*inode),
 		handles: make(map[*faultFile]struct{}),
 	}
@@ -87,7 +90,7 @@ func NewFaultFS() *FaultFS {
 
 // SetHook installs h, replacing any previous hook; nil removes it.
 // Operations already past their hook are not affected.
-func (fs *FaultFS) SetHook(h func(Op) error) {
+func (fs *FS) SetHook(h func(Op) error) {
 	if h == nil {
 		fs.hook.Store(nil)
 		return
@@ -96,9 +99,9 @@ func (fs *FaultFS) SetHook(h func(Op) error) {
 	fs.hook.Store(&hk)
 }
 
-// OpenHandles returns how many files opened through the FaultFS are open
+// OpenHandles returns how many files opened through the FS are open
 // and alive, which lets a test check that the code under test closed them.
-func (fs *FaultFS) OpenHandles() int {
+func (fs *FS) OpenHandles() int {
 	fs.nsMu.Lock()
 	defer fs.nsMu.Unlock()
 	return len(fs.handles)
@@ -109,7 +112,7 @@ func (fs *FaultFS) OpenHandles() int {
 // for reading and refuses the operation if a cut ended generation gen in
 // the meantime. On a nil err the caller must release cutMu.RUnlock. The
 // hook's verdict is returned as injected for the caller to apply.
-func (fs *FaultFS) enter(op Op, gen uint64) (injected, err error) {
+func (fs *FS) enter(op Op, gen uint64) (injected, err error) {
 	if fs.gen.Load() != gen {
 		fs.cutMu.RLock()
 		defer fs.cutMu.RUnlock()
@@ -129,7 +132,7 @@ func (fs *FaultFS) enter(op Op, gen uint64) (injected, err error) {
 // enterNS begins a namespace operation: enter (the hook, then cutMu held
 // shared), a hook's injected error dressed as the OS's, then nsMu. On
 // success the caller must call release, which drops both locks.
-func (fs *FaultFS) enterNS(op Op) (release func(), err error) {
+func (fs *FS) enterNS(op Op) (release func(), err error) {
 	injected, err := fs.enter(op, fs.gen.Load())
 	if err != nil {
 		return nil, err
@@ -146,7 +149,7 @@ func (fs *FaultFS) enterNS(op Op) (release func(), err error) {
 }
 
 // deadErrLocked reports why generation gen ended. cutMu must be held.
-func (fs *FaultFS) deadErrLocked(opName, path string, gen uint64) error {
+func (fs *FS) deadErrLocked(opName, path string, gen uint64) error {
 	reason := ErrPowerCut
 	if gen < uint64(len(fs.deaths)) {
 		reason = fs.deaths[gen]
@@ -158,9 +161,9 @@ func (fs *FaultFS) deadErrLocked(opName, path string, gen uint64) error {
 // would have returned, so callers see the same shapes as with OSFS.
 func injectedErr(op Op, err error) error {
 	if op.Kind == OpRename {
-		return mapNoSpace(&os.LinkError{Op: "rename", Old: op.Path, New: op.NewPath, Err: err})
+		return vfs.MarkNoSpace(&os.LinkError{Op: "rename", Old: op.Path, New: op.NewPath, Err: err})
 	}
-	return mapNoSpace(&os.PathError{Op: op.Kind.String(), Path: op.Path, Err: err})
+	return vfs.MarkNoSpace(&os.PathError{Op: op.Kind.String(), Path: op.Path, Err: err})
 }
 
 func absPath(name string) (string, error) {
@@ -174,7 +177,7 @@ func absPath(name string) (string, error) {
 // OpenFile opens name like os.OpenFile. A newly created file exists at
 // once but survives a power cut only after SyncDir of its directory, and
 // then with the content of its last Sync.
-func (fs *FaultFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+func (fs *FS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
 	abs, err := absPath(name)
 	if err != nil {
 		return nil, err
@@ -206,15 +209,15 @@ func (fs *FaultFS) OpenFile(name string, flag int, perm os.FileMode) (File, erro
 	if writeOnly {
 		realFlag = flag&^os.O_WRONLY | os.O_RDWR
 	}
-	f, err := os.OpenFile(abs, realFlag, perm)
+	real, err := vfs.Default.OpenFile(abs, realFlag, perm)
 	if err != nil {
-		return nil, mapNoSpace(err)
+		return nil, err
 	}
 	if ino == nil {
 		ino = fs.newInodeLocked(abs, false, perm)
 		ino.captured = true // durable content of a new file: empty
 	}
-	h := &faultFile{fs: fs, f: f, ino: ino, name: name, abs: abs, gen: fs.gen.Load(), writeOnly: writeOnly}
+	h := &faultFile{fs: fs, real: real, f: real.OS(), ino: ino, name: name, abs: abs, gen: fs.gen.Load(), writeOnly: writeOnly}
 	fs.handles[h] = struct{}{}
 	return h, nil
 }
@@ -223,7 +226,7 @@ func (fs *FaultFS) OpenFile(name string, flag int, perm os.FileMode) (File, erro
 // are known before anything in it changes) and returns the inode at abs, or
 // nil if nothing is there. A missing parent is not an error here: the OS
 // call that follows reports it in its own words.
-func (fs *FaultFS) prepareLocked(abs string) (*inode, error) {
+func (fs *FS) prepareLocked(abs string) (*inode, error) {
 	if _, err := fs.listDirLocked(filepath.Dir(abs)); err != nil {
 		if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 			return nil, nil
@@ -236,7 +239,7 @@ func (fs *FaultFS) prepareLocked(abs string) (*inode, error) {
 // captureLocked records the durable content of a file that is about to
 // change for the first time (opened for writing, removed, or replaced by a
 // rename): until now its bytes on disk were its durable content.
-func (fs *FaultFS) captureLocked(ino *inode) error {
+func (fs *FS) captureLocked(ino *inode) error {
 	if ino.dir || ino.captured {
 		return nil
 	}
@@ -249,7 +252,7 @@ func (fs *FaultFS) captureLocked(ino *inode) error {
 	return nil
 }
 
-func (fs *FaultFS) newInodeLocked(path string, dir bool, perm os.FileMode) *inode {
+func (fs *FS) newInodeLocked(path string, dir bool, perm os.FileMode) *inode {
 	fs.nextID++
 	ino := &inode{id: fs.nextID, dir: dir, perm: perm.Perm(), path: path}
 	fs.byPath[path] = ino
@@ -257,9 +260,9 @@ func (fs *FaultFS) newInodeLocked(path string, dir bool, perm os.FileMode) *inod
 }
 
 // lookupLocked returns the inode at abs, or nil if nothing is there. An
-// entry that appeared behind the FaultFS's back since its directory was
+// entry that appeared behind the FS's back since its directory was
 // listed is adopted as pre-existing, hence durable.
-func (fs *FaultFS) lookupLocked(abs string) (*inode, error) {
+func (fs *FS) lookupLocked(abs string) (*inode, error) {
 	if ino := fs.byPath[abs]; ino != nil {
 		return ino, nil
 	}
@@ -278,8 +281,8 @@ func (fs *FaultFS) lookupLocked(abs string) (*inode, error) {
 }
 
 // trackedAncestorLocked reports whether p or any directory above it is
-// known to the FaultFS.
-func (fs *FaultFS) trackedAncestorLocked(p string) bool {
+// known to the FS.
+func (fs *FS) trackedAncestorLocked(p string) bool {
 	for {
 		if fs.byPath[p] != nil {
 			return true
@@ -293,12 +296,12 @@ func (fs *FaultFS) trackedAncestorLocked(p string) bool {
 }
 
 // listDirLocked makes dir a listed directory: its current entries become
-// its durable entries, as everything the FaultFS has not changed is
+// its durable entries, as everything the FS has not changed is
 // durable. A directory below a known one is listed through its parent, so
 // that only directories with no known ancestor (roots) are taken on trust:
-// a root cannot have been renamed or removed through the FaultFS, because
+// a root cannot have been renamed or removed through the FS, because
 // that would have listed its parent first.
-func (fs *FaultFS) listDirLocked(dir string) (*inode, error) {
+func (fs *FS) listDirLocked(dir string) (*inode, error) {
 	ino := fs.byPath[dir]
 	if ino == nil {
 		parent := filepath.Dir(dir)
@@ -342,7 +345,7 @@ func (fs *FaultFS) listDirLocked(dir string) (*inode, error) {
 	return ino, fs.adoptEntriesLocked(ino, entries)
 }
 
-func (fs *FaultFS) adoptEntriesLocked(d *inode, entries []os.DirEntry) error {
+func (fs *FS) adoptEntriesLocked(d *inode, entries []os.DirEntry) error {
 	names := make(map[string]*inode, len(entries))
 	for _, e := range entries {
 		p := filepath.Join(d.path, e.Name())
@@ -366,7 +369,7 @@ func (fs *FaultFS) adoptEntriesLocked(d *inode, entries []os.DirEntry) error {
 
 // liveNamesLocked returns the entries of the listed directory d as they are
 // on disk now.
-func (fs *FaultFS) liveNamesLocked(d *inode) (map[string]*inode, error) {
+func (fs *FS) liveNamesLocked(d *inode) (map[string]*inode, error) {
 	entries, err := os.ReadDir(d.path)
 	if err != nil {
 		return nil, err
@@ -386,7 +389,7 @@ func (fs *FaultFS) liveNamesLocked(d *inode) (map[string]*inode, error) {
 
 // unlinkLocked forgets the live path of ino (and of everything below it,
 // for a directory, though a removed directory is empty).
-func (fs *FaultFS) unlinkLocked(ino *inode) {
+func (fs *FS) unlinkLocked(ino *inode) {
 	old := ino.path
 	delete(fs.byPath, old)
 	ino.path = ""
@@ -403,7 +406,7 @@ func (fs *FaultFS) unlinkLocked(ino *inode) {
 
 // moveLocked records that ino now lives at newPath (and so does everything
 // below it, for a directory).
-func (fs *FaultFS) moveLocked(ino *inode, newPath string) {
+func (fs *FS) moveLocked(ino *inode, newPath string) {
 	old := ino.path
 	delete(fs.byPath, old)
 	ino.path = newPath
@@ -432,7 +435,7 @@ func (fs *FaultFS) moveLocked(ino *inode, newPath string) {
 // Rename renames like os.Rename. The new name, and the disappearance of the
 // old one, survive a power cut only after SyncDir of the respective
 // directory; a replaced file keeps its durable content until then.
-func (fs *FaultFS) Rename(oldpath, newpath string) error {
+func (fs *FS) Rename(oldpath, newpath string) error {
 	absOld, err := absPath(oldpath)
 	if err != nil {
 		return err
@@ -466,7 +469,7 @@ func (fs *FaultFS) Rename(oldpath, newpath string) error {
 		}
 	}
 	if err := os.Rename(absOld, absNew); err != nil {
-		return mapNoSpace(err)
+		return vfs.MarkNoSpace(err)
 	}
 	if src != nil && src == dst {
 		return nil
@@ -485,7 +488,7 @@ func (fs *FaultFS) Rename(oldpath, newpath string) error {
 
 // Remove removes a file or an empty directory like os.Remove. The removal
 // survives a power cut only after SyncDir of the directory holding it.
-func (fs *FaultFS) Remove(name string) error {
+func (fs *FS) Remove(name string) error {
 	abs, err := absPath(name)
 	if err != nil {
 		return err
@@ -520,7 +523,7 @@ func (fs *FaultFS) Remove(name string) error {
 
 // MkdirAll creates path and its missing parents like os.MkdirAll. Each new
 // directory survives a power cut only after SyncDir of its parent.
-func (fs *FaultFS) MkdirAll(path string, perm os.FileMode) error {
+func (fs *FS) MkdirAll(path string, perm os.FileMode) error {
 	abs, err := absPath(path)
 	if err != nil {
 		return err
@@ -538,7 +541,7 @@ func (fs *FaultFS) MkdirAll(path string, perm os.FileMode) error {
 		fi, err := os.Stat(existing)
 		if err == nil {
 			if !fi.IsDir() {
-				return mapNoSpace(os.MkdirAll(abs, perm)) // reports ENOTDIR
+				return vfs.MarkNoSpace(os.MkdirAll(abs, perm)) // reports ENOTDIR
 			}
 			break
 		}
@@ -568,18 +571,18 @@ func (fs *FaultFS) MkdirAll(path string, perm os.FileMode) error {
 		d.listed = true
 		d.names = map[string]*inode{}
 	}
-	return mapNoSpace(mkErr)
+	return vfs.MarkNoSpace(mkErr)
 }
 
 // ReadDir lists a directory like os.ReadDir.
-func (fs *FaultFS) ReadDir(name string) ([]os.DirEntry, error) {
+func (fs *FS) ReadDir(name string) ([]os.DirEntry, error) {
 	fs.cutMu.RLock()
 	defer fs.cutMu.RUnlock()
 	return os.ReadDir(name)
 }
 
 // Stat describes a file like os.Stat.
-func (fs *FaultFS) Stat(name string) (os.FileInfo, error) {
+func (fs *FS) Stat(name string) (os.FileInfo, error) {
 	fs.cutMu.RLock()
 	defer fs.cutMu.RUnlock()
 	return os.Stat(name)
@@ -587,7 +590,7 @@ func (fs *FaultFS) Stat(name string) (os.FileInfo, error) {
 
 // SyncDir makes the current entries of dir durable. Like Sync, it does
 // not fsync the real disk (see the package documentation).
-func (fs *FaultFS) SyncDir(dir string) error {
+func (fs *FS) SyncDir(dir string) error {
 	abs, err := absPath(dir)
 	if err != nil {
 		return err
@@ -606,7 +609,7 @@ func (fs *FaultFS) SyncDir(dir string) error {
 
 // syncDirEntered makes the current entries of dir its durable entries.
 // cutMu must be held for reading.
-func (fs *FaultFS) syncDirEntered(abs string) error {
+func (fs *FS) syncDirEntered(abs string) error {
 	fs.nsMu.Lock()
 	defer fs.nsMu.Unlock()
 	d, err := fs.listDirLocked(abs)
@@ -623,9 +626,9 @@ func (fs *FaultFS) syncDirEntered(abs string) error {
 
 // Durable returns the content the file at path would have after a power
 // cut now, and false if the file would not exist (or path is a
-// directory). The slice is a copy. Paths the FaultFS has never seen count
+// directory). The slice is a copy. Paths the FS has never seen count
 // as durable as they are on disk.
-func (fs *FaultFS) Durable(path string) (data []byte, ok bool) {
+func (fs *FS) Durable(path string) (data []byte, ok bool) {
 	abs, err := absPath(path)
 	if err != nil {
 		return nil, false
@@ -656,7 +659,7 @@ func (fs *FaultFS) Durable(path string) (data []byte, ok bool) {
 
 // DurableNames returns the sorted entry names that the directory dir would
 // hold after a power cut now, and false if dir itself would not survive.
-func (fs *FaultFS) DurableNames(dir string) (names []string, ok bool) {
+func (fs *FS) DurableNames(dir string) (names []string, ok bool) {
 	abs, err := absPath(dir)
 	if err != nil {
 		return nil, false
@@ -689,9 +692,9 @@ func (fs *FaultFS) DurableNames(dir string) (names []string, ok bool) {
 // durableLookupLocked resolves abs in the durable namespace, as PowerCut
 // would rebuild it (see restore). It returns the inode durable at abs, or a
 // nil inode and the live path to read when abs lies in territory the
-// FaultFS has never changed (outside any known directory, or inside a
+// FS has never changed (outside any known directory, or inside a
 // directory never listed).
-func (fs *FaultFS) durableLookupLocked(abs string) (ino *inode, rest string, ok bool) {
+func (fs *FS) durableLookupLocked(abs string) (ino *inode, rest string, ok bool) {
 	// The topmost known ancestor is a root: listed, and never moved.
 	var chain []string
 	for p := abs; ; {
@@ -738,7 +741,7 @@ func (fs *FaultFS) durableLookupLocked(abs string) (ino *inode, rest string, ok 
 
 // durableTreeLocked returns the durable entries of every reachable listed
 // directory, as PowerCut would restore them.
-func (fs *FaultFS) durableTreeLocked() map[*inode]map[string]*inode {
+func (fs *FS) durableTreeLocked() map[*inode]map[string]*inode {
 	r := &restore{
 		tree:   map[*inode]map[string]*inode{},
 		refs:   map[*inode]int{},
@@ -758,7 +761,7 @@ func (fs *FaultFS) durableTreeLocked() map[*inode]map[string]*inode {
 // durable content (bytes past the end of the shorter of the two count as
 // differing), so zero means a Sync now would change nothing. It says
 // nothing about whether the file's name is durable; see DurableNames.
-func (fs *FaultFS) Unsynced(path string) (int64, error) {
+func (fs *FS) Unsynced(path string) (int64, error) {
 	abs, err := absPath(path)
 	if err != nil {
 		return 0, err
@@ -794,7 +797,7 @@ func diffBytes(a, b []byte) int64 {
 // cache as far as durability goes, so a later PowerCut still drops what
 // was never synced. As with PowerCut, the dead handles' descriptors are
 // closed by their Close, not by the crash.
-func (fs *FaultFS) Crash() {
+func (fs *FS) Crash() {
 	fs.cutMu.Lock()
 	defer fs.cutMu.Unlock()
 	fs.nsMu.Lock()
@@ -808,14 +811,14 @@ func (fs *FaultFS) Crash() {
 // The dead handles' descriptors stay open until their owners Close them.
 // Closing them here would race with the owners: OS() hands out the
 // *os.File, and its users (mmap-go's MapRegion, which reads Fd) touch the
-// descriptor outside any FaultFS operation, so cutMu cannot keep a cut
+// descriptor outside any FS operation, so cutMu cannot keep a cut
 // away from them. A close under such a user is a data race on the
 // *os.File, and worse, the number it read may already name a file opened
 // since, which it would then map. Every call through the File interface
 // refuses a dead handle anyway; through OS() the dead process can still
 // map or read the file, as it could before the cut, and the caveats on
 // mappings made before a cut apply to those too.
-func (fs *FaultFS) killLocked(reason error) {
+func (fs *FS) killLocked(reason error) {
 	clear(fs.handles)
 	fs.deaths = append(fs.deaths, reason)
 	fs.gen.Add(1)
@@ -838,4 +841,4 @@ func readAllAt(f *os.File, buf []byte) ([]byte, error) {
 	return buf[:n], nil
 }
 
-var _ FS = (*FaultFS)(nil)
+var _ vfs.FS = (*FS)(nil)

@@ -1,4 +1,4 @@
-package vfs
+package faultfs
 
 import (
 	"bytes"
@@ -14,10 +14,11 @@ import (
 	"time"
 
 	"github.com/edsrzf/mmap-go"
+	"github.com/foliolog/folio/vfs"
 )
 
 // create makes a file through fsys with the given content, synced or not.
-func create(t *testing.T, fsys FS, name, content string, sync bool) File {
+func create(t *testing.T, fsys vfs.FS, name, content string, sync bool) vfs.File {
 	t.Helper()
 	f, err := fsys.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
@@ -32,14 +33,14 @@ func create(t *testing.T, fsys FS, name, content string, sync bool) File {
 	return f
 }
 
-func syncDirT(t *testing.T, fsys FS, dir string) {
+func syncDirT(t *testing.T, fsys vfs.FS, dir string) {
 	t.Helper()
 	if err := fsys.SyncDir(dir); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func powerCut(t *testing.T, fs *FaultFS) {
+func powerCut(t *testing.T, fs *FS) {
 	t.Helper()
 	if err := fs.PowerCut(); err != nil {
 		t.Fatal(err)
@@ -77,7 +78,7 @@ func wantNoFile(t *testing.T, name string) {
 }
 
 func TestPowerCutDropsUnsyncedBytes(t *testing.T) {
-	fs := NewFaultFS()
+	fs := New()
 	dir := t.TempDir()
 	name := filepath.Join(dir, "00000000000000000000.log")
 	f := create(t, fs, name, strings.Repeat("a", 100), true)
@@ -114,7 +115,7 @@ func TestPowerCutDropsUnsyncedBytes(t *testing.T) {
 }
 
 func TestPowerCutUndoesTruncateAndAllocate(t *testing.T) {
-	fs := NewFaultFS()
+	fs := New()
 	dir := t.TempDir()
 	name := filepath.Join(dir, "f")
 	f := create(t, fs, name, "0123456789", true)
@@ -140,7 +141,7 @@ func TestPowerCutUndoesTruncateAndAllocate(t *testing.T) {
 }
 
 func TestCreatedFileNeedsSyncDir(t *testing.T) {
-	fs := NewFaultFS()
+	fs := New()
 	dir := t.TempDir()
 	lost := filepath.Join(dir, "lost")
 	kept := filepath.Join(dir, "kept")
@@ -165,7 +166,7 @@ func TestCreatedFileNeedsSyncDir(t *testing.T) {
 }
 
 func TestNewDirectoryNeedsParentSync(t *testing.T) {
-	fs := NewFaultFS()
+	fs := New()
 	root := t.TempDir()
 	part := filepath.Join(root, "topic-0")
 	if err := fs.MkdirAll(part, 0o755); err != nil {
@@ -193,7 +194,7 @@ func TestNewDirectoryNeedsParentSync(t *testing.T) {
 }
 
 func TestRenameWithoutSyncDirIsUndone(t *testing.T) {
-	fs := NewFaultFS()
+	fs := New()
 	dir := t.TempDir()
 	meta := filepath.Join(dir, "meta")
 	tmp := meta + ".tmp"
@@ -233,7 +234,7 @@ func TestRenameWithoutSyncDirIsUndone(t *testing.T) {
 }
 
 func TestRenameAcrossDirectoriesNeedsBothSynced(t *testing.T) {
-	fs := NewFaultFS()
+	fs := New()
 	root := t.TempDir()
 	a, b := filepath.Join(root, "a"), filepath.Join(root, "b")
 	for _, d := range []string{a, b} {
@@ -264,7 +265,7 @@ func TestRenameAcrossDirectoriesNeedsBothSynced(t *testing.T) {
 }
 
 func TestRemoveWithoutSyncDirIsUndone(t *testing.T) {
-	fs := NewFaultFS()
+	fs := New()
 	dir := t.TempDir()
 	name := filepath.Join(dir, "00000000000000000042.log")
 	f := create(t, fs, name, "segment", true)
@@ -288,7 +289,7 @@ func TestRemoveWithoutSyncDirIsUndone(t *testing.T) {
 }
 
 func TestDirectoryRenameIsUndone(t *testing.T) {
-	fs := NewFaultFS()
+	fs := New()
 	root := t.TempDir()
 	part := filepath.Join(root, "orders-0")
 	if err := fs.MkdirAll(part, 0o755); err != nil {
@@ -324,7 +325,7 @@ func TestPreExistingFilesAreDurable(t *testing.T) {
 	if err := os.WriteFile(old, []byte("before"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	fs := NewFaultFS()
+	fs := New()
 	if data, ok := fs.Durable(old); !ok || string(data) != "before" {
 		t.Fatalf("Durable of an unseen file = %q, %v", data, ok)
 	}
@@ -346,7 +347,7 @@ func TestPreExistingFilesAreDurable(t *testing.T) {
 }
 
 func TestMmapWritesCountAtSync(t *testing.T) {
-	fs := NewFaultFS()
+	fs := New()
 	dir := t.TempDir()
 	name := filepath.Join(dir, "00000000000000000000.index")
 	f := create(t, fs, name, "", false)
@@ -381,7 +382,7 @@ func TestMmapWritesCountAtSync(t *testing.T) {
 }
 
 func TestHookFailsNthWrite(t *testing.T) {
-	fs := NewFaultFS()
+	fs := New()
 	dir := t.TempDir()
 	f := create(t, fs, filepath.Join(dir, "f"), "", false)
 	var ops []Op
@@ -414,7 +415,7 @@ func TestHookFailsNthWrite(t *testing.T) {
 }
 
 func TestHookFailsNthSync(t *testing.T) {
-	fs := NewFaultFS()
+	fs := New()
 	dir := t.TempDir()
 	name := filepath.Join(dir, "f")
 	f := create(t, fs, name, "a", true)
@@ -442,7 +443,7 @@ func TestHookFailsNthSync(t *testing.T) {
 }
 
 func TestHookFailsNamespaceOps(t *testing.T) {
-	fs := NewFaultFS()
+	fs := New()
 	dir := t.TempDir()
 	name := filepath.Join(dir, "f")
 	create(t, fs, name, "x", true).Close()
@@ -452,7 +453,7 @@ func TestHookFailsNamespaceOps(t *testing.T) {
 		}
 		return nil
 	})
-	if err := fs.Rename(name, name+"2"); !errors.Is(err, ErrNoSpace) {
+	if err := fs.Rename(name, name+"2"); !errors.Is(err, vfs.ErrNoSpace) {
 		t.Errorf("Rename = %v", err)
 	}
 	var le *os.LinkError
@@ -462,10 +463,10 @@ func TestHookFailsNamespaceOps(t *testing.T) {
 	if err := fs.Remove(name); !errors.Is(err, syscall.ENOSPC) {
 		t.Errorf("Remove = %v", err)
 	}
-	if err := fs.MkdirAll(filepath.Join(dir, "d"), 0o755); !errors.Is(err, ErrNoSpace) {
+	if err := fs.MkdirAll(filepath.Join(dir, "d"), 0o755); !errors.Is(err, vfs.ErrNoSpace) {
 		t.Errorf("MkdirAll = %v", err)
 	}
-	if _, err := fs.OpenFile(filepath.Join(dir, "g"), os.O_CREATE|os.O_RDWR, 0o644); !errors.Is(err, ErrNoSpace) {
+	if _, err := fs.OpenFile(filepath.Join(dir, "g"), os.O_CREATE|os.O_RDWR, 0o644); !errors.Is(err, vfs.ErrNoSpace) {
 		t.Errorf("OpenFile = %v", err)
 	}
 	fs.SetHook(nil)
@@ -477,7 +478,7 @@ func TestHookFailsNamespaceOps(t *testing.T) {
 }
 
 func TestFailFromNth(t *testing.T) {
-	fs := NewFaultFS()
+	fs := New()
 	f := create(t, fs, filepath.Join(t.TempDir(), "f"), "", false)
 	fs.SetHook(FailFromNthWhere(func(op Op) bool { return op.Kind == OpWrite }, 2, syscall.ENOSPC))
 	var errs []bool
@@ -493,7 +494,7 @@ func TestFailFromNth(t *testing.T) {
 func TestShortWriteTearsTheWrite(t *testing.T) {
 	for _, n := range []int{0, 3, 7, 100} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			fs := NewFaultFS()
+			fs := New()
 			name := filepath.Join(t.TempDir(), "f")
 			f := create(t, fs, name, "head:", false)
 			fs.SetHook(FailNth(OpWrite, 1, &ShortWriteError{N: n, Err: syscall.ENOSPC}))
@@ -503,8 +504,8 @@ func TestShortWriteTearsTheWrite(t *testing.T) {
 			if got != want {
 				t.Fatalf("Write returned n=%d, want %d", got, want)
 			}
-			if !errors.Is(err, ErrShortWrite) || !errors.Is(err, ErrNoSpace) {
-				t.Fatalf("Write error = %v, want ErrShortWrite and ErrNoSpace", err)
+			if !errors.Is(err, ErrShortWrite) || !errors.Is(err, vfs.ErrNoSpace) {
+				t.Fatalf("Write error = %v, want ErrShortWrite and vfs.ErrNoSpace", err)
 			}
 			wantFile(t, name, "head:"+string(payload[:want]))
 		})
@@ -512,7 +513,7 @@ func TestShortWriteTearsTheWrite(t *testing.T) {
 }
 
 func TestBlockedHookDoesNotBlockOtherFiles(t *testing.T) {
-	fs := NewFaultFS()
+	fs := New()
 	dir := t.TempDir()
 	slow := create(t, fs, filepath.Join(dir, "slow"), "s", false)
 	fast := create(t, fs, filepath.Join(dir, "fast"), "", false)
@@ -561,7 +562,7 @@ func TestBlockedHookDoesNotBlockOtherFiles(t *testing.T) {
 }
 
 func TestPowerCutDuringBlockedOperation(t *testing.T) {
-	fs := NewFaultFS()
+	fs := New()
 	dir := t.TempDir()
 	name := filepath.Join(dir, "f")
 	f := create(t, fs, name, "durable", true)
@@ -599,15 +600,15 @@ func TestPowerCutDuringBlockedOperation(t *testing.T) {
 func TestDeadHandles(t *testing.T) {
 	for _, c := range []struct {
 		name   string
-		kill   func(*FaultFS) error
+		kill   func(*FS) error
 		reason error
 		after  string // file content right after the kill
 	}{
-		{"power cut", (*FaultFS).PowerCut, ErrPowerCut, "synced"},
-		{"crash", func(fs *FaultFS) error { fs.Crash(); return nil }, ErrCrashed, "synced+unsynced"},
+		{"power cut", (*FS).PowerCut, ErrPowerCut, "synced"},
+		{"crash", func(fs *FS) error { fs.Crash(); return nil }, ErrCrashed, "synced+unsynced"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			fs := NewFaultFS()
+			fs := New()
 			dir := t.TempDir()
 			name := filepath.Join(dir, "f")
 			f := create(t, fs, name, "synced", true)
@@ -642,7 +643,7 @@ func TestDeadHandles(t *testing.T) {
 			if fs.OpenHandles() != 0 {
 				t.Errorf("OpenHandles = %d", fs.OpenHandles())
 			}
-			// The FaultFS itself goes on: the file can be reopened.
+			// The FS itself goes on: the file can be reopened.
 			g, err := fs.OpenFile(name, os.O_RDWR|os.O_APPEND, 0)
 			if err != nil {
 				t.Fatal(err)
@@ -660,7 +661,7 @@ func TestDeadHandles(t *testing.T) {
 }
 
 func TestHookSeesCurrentPath(t *testing.T) {
-	fs := NewFaultFS()
+	fs := New()
 	dir := t.TempDir()
 	f := create(t, fs, filepath.Join(dir, "a.cleaned"), "", false)
 	if err := fs.Rename(filepath.Join(dir, "a.cleaned"), filepath.Join(dir, "a.swap")); err != nil {
@@ -683,7 +684,7 @@ func TestHookSeesCurrentPath(t *testing.T) {
 func TestRelativePaths(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
-	fs := NewFaultFS()
+	fs := New()
 	f := create(t, fs, "rel", "data", true)
 	if f.Name() != "rel" {
 		t.Errorf("Name() = %q", f.Name())
@@ -700,10 +701,10 @@ func TestRelativePaths(t *testing.T) {
 // cut every file holds at least what its last successful Sync covered, and
 // nothing that was not written.
 func TestConcurrentAppendersThenCut(t *testing.T) {
-	fs := NewFaultFS()
+	fs := New()
 	dir := t.TempDir()
 	const writers, rounds = 4, 50
-	files := make([]File, 3)
+	files := make([]vfs.File, 3)
 	for i := range files {
 		files[i] = create(t, fs, filepath.Join(dir, fmt.Sprint("p", i)), "", false)
 	}
@@ -752,7 +753,7 @@ func TestConcurrentAppendersThenCut(t *testing.T) {
 // A cut while writers run: each writer stops at ErrPowerCut, and the file
 // afterwards is exactly what a Sync covered.
 func TestPowerCutWhileWriting(t *testing.T) {
-	fs := NewFaultFS()
+	fs := New()
 	dir := t.TempDir()
 	name := filepath.Join(dir, "log")
 	f := create(t, fs, name, "", true)
@@ -796,7 +797,7 @@ func TestPowerCutWhileWriting(t *testing.T) {
 }
 
 func TestUnsyncedErrors(t *testing.T) {
-	fs := NewFaultFS()
+	fs := New()
 	dir := t.TempDir()
 	if _, err := fs.Unsynced(filepath.Join(dir, "missing")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Unsynced of a missing file = %v", err)
@@ -819,7 +820,7 @@ func TestUnsyncedErrors(t *testing.T) {
 // A hook may cut the power itself, which stops the world exactly before
 // the operation it was called for: that operation fails and does nothing.
 func TestPowerCutFromHook(t *testing.T) {
-	fs := NewFaultFS()
+	fs := New()
 	dir := t.TempDir()
 	name := filepath.Join(dir, "log")
 	f := create(t, fs, name, "", true)
@@ -853,7 +854,7 @@ func TestPowerCutFromHook(t *testing.T) {
 
 // Sync of a handle on a directory is SyncDir.
 func TestDirectoryHandleSync(t *testing.T) {
-	fs := NewFaultFS()
+	fs := New()
 	dir := t.TempDir()
 	d, err := fs.OpenFile(dir, os.O_RDONLY, 0)
 	if err != nil {
@@ -882,7 +883,7 @@ func TestDirectoryHandleSync(t *testing.T) {
 // but still refuses reads, as the OS does.
 func TestFaultFSWriteOnlySync(t *testing.T) {
 	dir := t.TempDir()
-	fs := NewFaultFS()
+	fs := New()
 	name := filepath.Join(dir, "tmp")
 	f, err := fs.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -903,5 +904,27 @@ func TestFaultFSWriteOnlySync(t *testing.T) {
 	}
 	if _, err := f.ReadAt(make([]byte, 1), 0); !errors.Is(err, syscall.EBADF) {
 		t.Fatalf("ReadAt on a write-only handle: %v, want EBADF", err)
+	}
+}
+
+func mustWrite(t *testing.T, f vfs.File, p string) {
+	t.Helper()
+	if n, err := f.Write([]byte(p)); err != nil || n != len(p) {
+		t.Fatalf("write %q: n=%d err=%v", p, n, err)
+	}
+}
+
+func TestOpKindString(t *testing.T) {
+	for k := OpOpen; k <= OpMkdir; k++ {
+		if s := k.String(); s == "" || s[0] == 'O' {
+			t.Errorf("OpKind(%d).String() = %q", k, s)
+		}
+	}
+	if s := OpKind(200).String(); s != "OpKind(200)" {
+		t.Errorf("unknown kind: %q", s)
+	}
+	op := Op{Kind: OpRename, Path: "/a", NewPath: "/b"}
+	if op.String() != "rename /a -> /b" {
+		t.Errorf("Op.String() = %q", op.String())
 	}
 }

@@ -27,7 +27,7 @@ func testRand(t testing.TB) *rand.Rand {
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
-	t.Logf("seed %d (replay: go test ./internal/readpath -run '%s' -seed=%d)", seed, t.Name(), seed)
+	t.Logf("seed %d (replay: go test ./readpath -run '%s' -seed=%d)", seed, t.Name(), seed)
 	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 }
 

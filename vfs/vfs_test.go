@@ -1,4 +1,4 @@
-package vfs
+package vfs_test
 
 import (
 	"bytes"
@@ -9,16 +9,19 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/foliolog/folio/vfs"
+	"github.com/foliolog/folio/vfs/faultfs"
 )
 
-// implementations runs a test against both FS implementations: the FaultFS
+// implementations runs a test against both vfs.FS implementations: the faultfs.FS
 // must behave like the OS when no fault is injected.
-func implementations(t *testing.T, f func(t *testing.T, fsys FS)) {
-	t.Run("os", func(t *testing.T) { f(t, Default) })
-	t.Run("fault", func(t *testing.T) { f(t, NewFaultFS()) })
+func implementations(t *testing.T, f func(t *testing.T, fsys vfs.FS)) {
+	t.Run("os", func(t *testing.T) { f(t, vfs.Default) })
+	t.Run("fault", func(t *testing.T) { f(t, faultfs.New()) })
 }
 
-func mustWrite(t *testing.T, f File, p string) {
+func mustWrite(t *testing.T, f vfs.File, p string) {
 	t.Helper()
 	if n, err := f.Write([]byte(p)); err != nil || n != len(p) {
 		t.Fatalf("write %q: n=%d err=%v", p, n, err)
@@ -26,7 +29,7 @@ func mustWrite(t *testing.T, f File, p string) {
 }
 
 func TestFileBasics(t *testing.T) {
-	implementations(t, func(t *testing.T, fsys FS) {
+	implementations(t, func(t *testing.T, fsys vfs.FS) {
 		dir := t.TempDir()
 		name := filepath.Join(dir, "sub", "f")
 		if err := fsys.MkdirAll(filepath.Dir(name), 0o755); err != nil {
@@ -122,7 +125,7 @@ func TestFileBasics(t *testing.T) {
 }
 
 func TestAllocate(t *testing.T) {
-	implementations(t, func(t *testing.T, fsys FS) {
+	implementations(t, func(t *testing.T, fsys vfs.FS) {
 		name := filepath.Join(t.TempDir(), "idx")
 		f, err := fsys.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
 		if err != nil {
@@ -158,8 +161,8 @@ func TestAllocate(t *testing.T) {
 			t.Errorf("Allocate(n=0) = %v", err)
 		}
 		for _, c := range []struct{ off, n int64 }{{-1, 10}, {0, -1}, {1 << 62, 1 << 62}} {
-			if err := f.Allocate(c.off, c.n); !errors.Is(err, ErrInvalidRange) {
-				t.Errorf("Allocate(%d, %d) = %v, want ErrInvalidRange", c.off, c.n, err)
+			if err := f.Allocate(c.off, c.n); !errors.Is(err, vfs.ErrInvalidRange) {
+				t.Errorf("Allocate(%d, %d) = %v, want vfs.ErrInvalidRange", c.off, c.n, err)
 			}
 		}
 	})
@@ -176,19 +179,19 @@ func TestMapNoSpace(t *testing.T) {
 		{"ENOSPC", syscall.ENOSPC, true},
 		{"EDQUOT", syscall.EDQUOT, true},
 		{"wrapped ENOSPC", &os.PathError{Op: "write", Path: "/x", Err: syscall.ENOSPC}, true},
-		{"short write of ENOSPC", &ShortWriteError{N: 3, Err: syscall.ENOSPC}, true},
+		{"short write of ENOSPC", &faultfs.ShortWriteError{N: 3, Err: syscall.ENOSPC}, true},
 		{"EIO", eio, false},
-		{"already mapped", mapNoSpace(syscall.ENOSPC), true},
+		{"already mapped", vfs.MarkNoSpace(syscall.ENOSPC), true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := mapNoSpace(c.in)
-			if errors.Is(got, ErrNoSpace) != c.noSpace {
-				t.Fatalf("mapNoSpace(%v) = %v: ErrNoSpace %v, want %v", c.in, got, !c.noSpace, c.noSpace)
+			got := vfs.MarkNoSpace(c.in)
+			if errors.Is(got, vfs.ErrNoSpace) != c.noSpace {
+				t.Fatalf("MarkNoSpace(%v) = %v: vfs.ErrNoSpace %v, want %v", c.in, got, !c.noSpace, c.noSpace)
 			}
 			if c.in == nil {
 				if got != nil {
-					t.Fatalf("mapNoSpace(nil) = %v", got)
+					t.Fatalf("MarkNoSpace(nil) = %v", got)
 				}
 				return
 			}
@@ -204,27 +207,12 @@ func TestMapNoSpace(t *testing.T) {
 			}
 		})
 	}
-	if mapNoSpace(eio) != error(eio) {
+	if vfs.MarkNoSpace(eio) != error(eio) {
 		t.Error("an unrelated error was wrapped")
 	}
 	// A doubly mapped error is not wrapped twice.
-	once := mapNoSpace(syscall.ENOSPC)
-	if mapNoSpace(once) != once {
-		t.Error("mapNoSpace wrapped an ErrNoSpace error again")
-	}
-}
-
-func TestOpKindString(t *testing.T) {
-	for k := OpOpen; k <= OpMkdir; k++ {
-		if s := k.String(); s == "" || s[0] == 'O' {
-			t.Errorf("OpKind(%d).String() = %q", k, s)
-		}
-	}
-	if s := OpKind(200).String(); s != "OpKind(200)" {
-		t.Errorf("unknown kind: %q", s)
-	}
-	op := Op{Kind: OpRename, Path: "/a", NewPath: "/b"}
-	if op.String() != "rename /a -> /b" {
-		t.Errorf("Op.String() = %q", op.String())
+	once := vfs.MarkNoSpace(syscall.ENOSPC)
+	if vfs.MarkNoSpace(once) != once {
+		t.Error("mapNoSpace wrapped an vfs.ErrNoSpace error again")
 	}
 }

@@ -1,4 +1,4 @@
-package vfs
+package vfs_test
 
 import (
 	"errors"
@@ -6,13 +6,15 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/foliolog/folio/vfs"
 )
 
 // On Linux Allocate must reserve blocks, not just set the size: a
 // truncate-extended file is sparse, and writing into its hole through a
 // mapping on a full disk is a SIGBUS.
 func TestAllocateReservesBlocks(t *testing.T) {
-	implementations(t, func(t *testing.T, fsys FS) {
+	implementations(t, func(t *testing.T, fsys vfs.FS) {
 		name := filepath.Join(t.TempDir(), "idx")
 		f, err := fsys.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
 		if err != nil {
@@ -39,7 +41,7 @@ func TestAllocateReservesBlocks(t *testing.T) {
 	})
 }
 
-func blocks(t *testing.T, f File) int64 {
+func blocks(t *testing.T, f vfs.File) int64 {
 	t.Helper()
 	fi, err := f.Stat()
 	if err != nil {
@@ -53,19 +55,19 @@ func blocks(t *testing.T, f File) int64 {
 }
 
 // /dev/full fails every write with ENOSPC: the real errno must come back
-// as ErrNoSpace.
+// as vfs.ErrNoSpace.
 func TestOSWriteNoSpace(t *testing.T) {
-	f, err := Default.OpenFile("/dev/full", os.O_WRONLY, 0)
+	f, err := vfs.Default.OpenFile("/dev/full", os.O_WRONLY, 0)
 	if err != nil {
 		t.Skipf("no /dev/full: %v", err)
 	}
 	defer f.Close()
 	_, err = f.Write([]byte("x"))
-	if !errors.Is(err, ErrNoSpace) || !errors.Is(err, syscall.ENOSPC) {
-		t.Fatalf("write to /dev/full = %v, want ErrNoSpace and ENOSPC", err)
+	if !errors.Is(err, vfs.ErrNoSpace) || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("write to /dev/full = %v, want vfs.ErrNoSpace and ENOSPC", err)
 	}
 	_, err = f.WriteAt([]byte("x"), 0)
-	if err != nil && !errors.Is(err, ErrNoSpace) {
+	if err != nil && !errors.Is(err, vfs.ErrNoSpace) {
 		t.Fatalf("WriteAt to /dev/full = %v", err)
 	}
 }

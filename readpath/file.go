@@ -5,7 +5,7 @@ import (
 	"os"
 )
 
-// File is the part of a vfs file this package uses. internal/vfs's File
+// File is the part of a vfs file this package uses. vfs's File
 // satisfies it; so does an *os.File through OSFile. Keeping the interface
 // here lets readpath sit below vfs without importing it.
 type File interface {

@@ -1,30 +1,11 @@
-// Package vfs is the file layer under Folio's storage packages: a small
-// FS/File interface over real files, the operating-system implementation
-// (Default), and FaultFS, an implementation for tests that knows what a
-// power cut would take and can inject failures.
-//
-// # Real files only
-//
-// Every File exposes its *os.File (OS) because the index package maps
-// files (edsrzf/mmap-go) and the read path sends them with sendfile; an
-// in-memory file system could do neither. FaultFS therefore also works on
-// real files in real directories, typically a test's t.TempDir().
-//
-// # Errors
-//
-// A full device is reported as an error wrapping ErrNoSpace and the errno
-// (syscall.ENOSPC or syscall.EDQUOT), whether it came from the OS or from a
-// FaultFS hook. Other errors are the os package's (*os.PathError,
-// *os.LinkError), so errors.Is(err, fs.ErrNotExist) and friends work.
-//
-// Allocate exists so that a file can be mapped and written through the
-// mapping without a SIGBUS when the disk fills: on Linux it is fallocate,
-// elsewhere it writes zeros past the end of the file (holes already inside
-// the file stay holes there).
+// Package faultfs is a vfs.FS for tests that knows what a power cut would
+// take and can inject failures: pebble's errorfs and raft-wal's ALICE runs
+// in one. It works on real files (typically a test's t.TempDir()), because
+// Folio's index and read paths map and sendfile them.
 //
 // # What a power cut takes
 //
-// FaultFS keeps the model of durability that POSIX promises and that
+// FS keeps the model of durability that POSIX promises and that
 // careful storage engines assume (the rules Linux file systems honour at
 // least):
 //
@@ -32,14 +13,14 @@
 //     Writes, truncations and allocations after it are lost, and so are
 //     writes made through a shared mapping of the file: File.Sync reads the
 //     real file, so a mapped write is durable once a File.Sync follows it
-//     (an msync alone is invisible to FaultFS).
+//     (an msync alone is invisible to FS).
 //   - A directory entry is durable as of the last successful SyncDir of
 //     its directory. A created file, a new directory, a rename and a remove
 //     change the real disk at once but are undone by a cut until the
 //     directory holding the entry is synced: for a rename that is both
 //     directories, for a new directory its parent. A file that was synced
 //     but whose directory never was is lost entirely.
-//   - Files and directories that existed before the FaultFS first saw them
+//   - Files and directories that existed before the FS first saw them
 //     are durable as they were then.
 //
 // The model is per directory, weaker than ext4's journal, which commits
@@ -49,7 +30,7 @@
 // path order. Being weaker is the point: code that survives the model does
 // not lean on a journal's ordering that another file system may not give.
 //
-// FaultFS never fsyncs the real disk: the durability it reports is the
+// FS never fsyncs the real disk: the durability it reports is the
 // model's, and real fsyncs would cost milliseconds each on a busy disk.
 //
 // Durable and DurableNames say what a cut would leave now; Unsynced says how
@@ -63,9 +44,9 @@
 // closed (Close still answers ErrPowerCut), because code still running in
 // the dead process may be using them through OS() at that very moment: a
 // cut that closed them would race with it, and could let it map whatever
-// file was opened next under the same descriptor number. The FaultFS stays
+// file was opened next under the same descriptor number. The FS stays
 // usable, with the restored disk as its new durable baseline, so a test can
-// reopen the log on the same FaultFS and check what recovery makes of it.
+// reopen the log on the same FS and check what recovery makes of it.
 // Crash kills the handles the same way (ErrCrashed) but keeps every byte
 // written: the page cache survives a process crash; a later PowerCut still
 // drops what was never synced.
@@ -74,7 +55,7 @@
 //
 // SetHook installs a function called before every operation that changes
 // something (Op: open, create, write, sync, syncdir, rename, remove,
-// truncate, allocate, mkdir) with no FaultFS lock held, so a hook may block
+// truncate, allocate, mkdir) with no FS lock held, so a hook may block
 // one operation while others, on other files or the same one, go on. A
 // non-nil error fails the operation without performing it; a
 // *ShortWriteError makes a write store only its first N bytes and then fail
@@ -86,7 +67,7 @@
 // # Caveats
 //
 //   - Everything the code under test does to the tree must go through the
-//     FaultFS. Entries created behind its back are adopted as durable when
+//     FS. Entries created behind its back are adopted as durable when
 //     it next looks at their directory; entries removed behind its back
 //     cannot be restored (PowerCut then fails with ErrRestore).
 //   - Mappings made before a cut are not invalidated. PowerCut rewrites and
@@ -100,8 +81,8 @@
 //   - An operation still in its hook when the cut happens fails with
 //     ErrPowerCut when the hook returns; one past its hook finishes first
 //     (the cut waits for it).
-//   - FaultFS keeps the durable content of every file written through it
+//   - FS keeps the durable content of every file written through it
 //     in memory until the next cut, and Sync reads the whole file: it is
 //     meant for test-sized data.
 //   - Symbolic links are not followed specially; hard links are not modelled.
-package vfs
+package faultfs

@@ -58,7 +58,7 @@ type OSFS struct{}
 func (OSFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
 	f, err := os.OpenFile(name, flag, perm)
 	if err != nil {
-		return nil, mapNoSpace(err)
+		return nil, MarkNoSpace(err)
 	}
 	return &osFile{f: f}, nil
 }
@@ -66,7 +66,7 @@ func (OSFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
 // Rename renames like os.Rename; it is durable only after SyncDir of both
 // directories.
 func (OSFS) Rename(oldpath, newpath string) error {
-	return mapNoSpace(os.Rename(oldpath, newpath))
+	return MarkNoSpace(os.Rename(oldpath, newpath))
 }
 
 // Remove removes a file or an empty directory like os.Remove.
@@ -74,7 +74,7 @@ func (OSFS) Remove(name string) error { return os.Remove(name) }
 
 // MkdirAll creates a directory and its missing parents like os.MkdirAll.
 func (OSFS) MkdirAll(path string, perm os.FileMode) error {
-	return mapNoSpace(os.MkdirAll(path, perm))
+	return MarkNoSpace(os.MkdirAll(path, perm))
 }
 
 // ReadDir lists a directory sorted by name like os.ReadDir.
@@ -85,7 +85,7 @@ func (OSFS) Stat(name string) (os.FileInfo, error) { return os.Stat(name) }
 
 // SyncDir fsyncs dir, which is what makes the creation, renaming and
 // removal of its entries durable on Linux file systems.
-func (OSFS) SyncDir(dir string) error { return mapNoSpace(syncDir(dir)) }
+func (OSFS) SyncDir(dir string) error { return MarkNoSpace(syncDir(dir)) }
 
 // osFile is a File over an *os.File. It does not embed the *os.File so that
 // every error path goes through mapNoSpace and the method set stays the
@@ -100,21 +100,21 @@ func (o *osFile) ReadAt(p []byte, off int64) (int, error) { return o.f.ReadAt(p,
 
 func (o *osFile) Write(p []byte) (int, error) {
 	n, err := o.f.Write(p)
-	return n, mapNoSpace(err)
+	return n, MarkNoSpace(err)
 }
 
 func (o *osFile) WriteAt(p []byte, off int64) (int, error) {
 	n, err := o.f.WriteAt(p, off)
-	return n, mapNoSpace(err)
+	return n, MarkNoSpace(err)
 }
 
 func (o *osFile) Close() error { return o.f.Close() }
 
-func (o *osFile) Sync() error { return mapNoSpace(syncData(o.f)) }
+func (o *osFile) Sync() error { return MarkNoSpace(syncData(o.f)) }
 
-func (o *osFile) Truncate(size int64) error { return mapNoSpace(o.f.Truncate(size)) }
+func (o *osFile) Truncate(size int64) error { return MarkNoSpace(o.f.Truncate(size)) }
 
-func (o *osFile) Allocate(off, n int64) error { return mapNoSpace(allocate(o.f, off, n)) }
+func (o *osFile) Allocate(off, n int64) error { return MarkNoSpace(allocate(o.f, off, n)) }
 
 func (o *osFile) Stat() (os.FileInfo, error) { return o.f.Stat() }
 

@@ -1,4 +1,4 @@
-package vfs
+package faultfs
 
 import (
 	"bytes"
@@ -14,14 +14,14 @@ import (
 	"github.com/edsrzf/mmap-go"
 )
 
-// kills are the two ways a FaultFS ends a handle generation.
+// kills are the two ways a FS ends a handle generation.
 var kills = []struct {
 	name   string
-	kill   func(*FaultFS) error
+	kill   func(*FS) error
 	reason error
 }{
-	{"power cut", (*FaultFS).PowerCut, ErrPowerCut},
-	{"crash", func(fs *FaultFS) error { fs.Crash(); return nil }, ErrCrashed},
+	{"power cut", (*FS).PowerCut, ErrPowerCut},
+	{"crash", func(fs *FS) error { fs.Crash(); return nil }, ErrCrashed},
 }
 
 // A cut kills the handle but leaves its descriptor to the handle's Close:
@@ -29,7 +29,7 @@ var kills = []struct {
 func TestDeadHandleKeepsDescriptorUntilClose(t *testing.T) {
 	for _, c := range kills {
 		t.Run(c.name, func(t *testing.T) {
-			fs := NewFaultFS()
+			fs := New()
 			dir := t.TempDir()
 			name := filepath.Join(dir, "00000000000000000000.index")
 			f := create(t, fs, name, "synced", true)
@@ -72,8 +72,8 @@ func TestDeadHandleKeepsDescriptorUntilClose(t *testing.T) {
 }
 
 // Mappers map a file through OS(), as the index package does when it seals
-// a segment, while the FaultFS cuts under them. mmap-go reads the
-// descriptor with Fd(), outside any FaultFS operation, so a cut that closed
+// a segment, while the FS cuts under them. mmap-go reads the
+// descriptor with Fd(), outside any FS operation, so a cut that closed
 // it would race with them (go test -race reports it) and could hand them a
 // descriptor number already reused by another file; with the descriptor
 // left to the handle's Close every mapping succeeds and shows the file.
@@ -84,7 +84,7 @@ func TestCutDoesNotCloseDescriptorUnderMapper(t *testing.T) {
 		size    = 4096
 	)
 	content := bytes.Repeat([]byte("folio-index-entry"), size/17+1)[:size]
-	fs := NewFaultFS()
+	fs := New()
 	dir := t.TempDir()
 	for round := range rounds {
 		c := kills[round%len(kills)]

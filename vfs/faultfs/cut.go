@@ -1,4 +1,4 @@
-package vfs
+package faultfs
 
 import (
 	"bytes"
@@ -17,8 +17,8 @@ import (
 // its durable entries (entries created since its last SyncDir are removed,
 // entries renamed or removed since are put back), and each surviving file
 // gets back the content of its last Sync, with its size. Afterwards that
-// state is the new durable baseline and the FaultFS is ready for use
-// again, so a test can reopen whatever it was testing on the same FaultFS.
+// state is the new durable baseline and the FS is ready for use
+// again, so a test can reopen whatever it was testing on the same FS.
 //
 // PowerCut waits for operations in progress (past their hook) to finish;
 // operations still in their hook fail with ErrPowerCut when they resume.
@@ -29,7 +29,7 @@ import (
 //
 // If the disk cannot be restored the error wraps ErrRestore and the
 // directories are left in an unspecified state.
-func (fs *FaultFS) PowerCut() error {
+func (fs *FS) PowerCut() error {
 	fs.cutMu.Lock()
 	defer fs.cutMu.Unlock()
 	fs.nsMu.Lock()
@@ -82,7 +82,7 @@ func (fs *FaultFS) PowerCut() error {
 // rootsLocked returns the listed directories with no known ancestor, sorted
 // by path: the places from which the durable tree is rebuilt. They cannot
 // have moved (see listDirLocked).
-func (fs *FaultFS) rootsLocked() []*inode {
+func (fs *FS) rootsLocked() []*inode {
 	var roots []*inode
 	for p, ino := range fs.byPath {
 		if !ino.listed {
@@ -122,7 +122,7 @@ type entry struct {
 //  3. place: walk the durable tree again, moving stashed entries home,
 //     recreating removed ones, and restoring every file's durable bytes.
 type restore struct {
-	fs *FaultFS
+	fs *FS
 	// tree is the durable tree: each reachable listed directory's entries.
 	tree map[*inode]map[string]*inode
 	// refs counts the durable names of each file.
@@ -209,7 +209,7 @@ func (r *restore) clear(d *inode, stash string) {
 		live := r.fs.byPath[filepath.Join(d.path, name)]
 		want := durable[name]
 		if live == nil {
-			// Not made through the FaultFS: leave it, unless it is in the
+			// Not made through the FS: leave it, unless it is in the
 			// way of a durable entry.
 			if want != nil {
 				r.remove(real)
@@ -341,7 +341,7 @@ func (r *restore) place(d *inode) {
 // only from the first byte that differs.
 func restoreContent(c *inode, path string) error {
 	if !c.captured {
-		return nil // never changed through the FaultFS: disk is durable
+		return nil // never changed through the FS: disk is durable
 	}
 	cur, err := os.ReadFile(path)
 	if err != nil {
@@ -372,7 +372,7 @@ func restoreContent(c *inode, path string) error {
 // rebuildLocked makes the restored durable tree the live model: paths
 // follow the durable names and every file's disk content is now its
 // durable content, so no snapshot needs to be kept.
-func (fs *FaultFS) rebuildLocked(roots []*inode, tree map[*inode]map[string]*inode) {
+func (fs *FS) rebuildLocked(roots []*inode, tree map[*inode]map[string]*inode) {
 	fs.byPath = make(map[string]*inode, len(fs.byPath))
 	var walk func(d *inode)
 	walk = func(d *inode) {

@@ -1,4 +1,4 @@
-package vfs
+package vfs_test
 
 import (
 	"errors"
@@ -6,16 +6,19 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/foliolog/folio/vfs"
+	"github.com/foliolog/folio/vfs/faultfs"
 )
 
-// WriteFileSynced leaves the bytes durable (synced) but the directory entry
+// vfs.WriteFileSynced leaves the bytes durable (synced) but the directory entry
 // not yet: the caller's rename and SyncDir make it so. A failed sync leaves
 // no file behind.
 func TestWriteFileSynced(t *testing.T) {
 	dir := t.TempDir()
-	fs := NewFaultFS()
+	fs := faultfs.New()
 	p := filepath.Join(dir, "meta.tmp")
-	if err := WriteFileSynced(fs, p, []byte("payload")); err != nil {
+	if err := vfs.WriteFileSynced(fs, p, []byte("payload")); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := fs.Unsynced(p); err != nil || n != 0 {
@@ -28,12 +31,12 @@ func TestWriteFileSynced(t *testing.T) {
 		t.Fatalf("durable content %q, %v", got, ok)
 	}
 
-	fs.SetHook(FailNth(OpSync, 1, syscall.EIO))
+	fs.SetHook(faultfs.FailNth(faultfs.OpSync, 1, syscall.EIO))
 	q := filepath.Join(dir, "other.tmp")
-	if err := WriteFileSynced(fs, q, []byte("x")); !errors.Is(err, syscall.EIO) {
+	if err := vfs.WriteFileSynced(fs, q, []byte("x")); !errors.Is(err, syscall.EIO) {
 		t.Fatalf("WriteFileSynced with a failing sync: %v, want EIO", err)
 	}
 	if _, err := os.Stat(q); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("a failed WriteFileSynced left %s behind: %v", q, err)
+		t.Fatalf("a failed vfs.WriteFileSynced left %s behind: %v", q, err)
 	}
 }

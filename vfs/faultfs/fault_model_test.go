@@ -1,4 +1,4 @@
-package vfs
+package faultfs
 
 import (
 	"bytes"
@@ -14,13 +14,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/foliolog/folio/vfs"
 )
 
 // The differential test: a random sequence of file-system operations runs
-// on a FaultFS over a real directory and, in parallel, on a small in-memory
+// on a FS over a real directory and, in parallel, on a small in-memory
 // model of the per-directory durability rules written independently of the
-// FaultFS (it never reads the disk). After every operation the disk must
-// match the model's live tree; at every power cut, FaultFS.Durable must
+// FS (it never reads the disk). After every operation the disk must
+// match the model's live tree; at every power cut, FS.Durable must
 // agree with the model before the cut and the disk must equal the model's
 // durable tree after it.
 
@@ -40,7 +42,7 @@ func newMDir() *mnode {
 }
 
 type mhandle struct {
-	f    File
+	f    vfs.File
 	node *mnode
 	off  int64 // the file offset, for Write
 	dead error // ErrPowerCut or ErrCrashed once killed
@@ -48,7 +50,7 @@ type mhandle struct {
 
 type modelRun struct {
 	t       testing.TB
-	fs      *FaultFS
+	fs      *FS
 	root    string
 	mroot   *mnode
 	handles []*mhandle
@@ -390,7 +392,7 @@ func (r *modelRun) injected() {
 		err := r.fs.SyncDir(r.abs(rel))
 		r.fs.SetHook(nil)
 		r.logf("failed syncdir %q: %v", rel, err)
-		if !errors.Is(err, ErrNoSpace) || !errors.Is(err, syscall.ENOSPC) {
+		if !errors.Is(err, vfs.ErrNoSpace) || !errors.Is(err, syscall.ENOSPC) {
 			r.fatalf("injected syncdir failure returned %v", err)
 		}
 	}
@@ -588,7 +590,7 @@ func buildSorted(d *mnode, seen map[*mnode]bool) *mnode {
 
 func runModel(t testing.TB, in []byte) {
 	root := t.TempDir()
-	r := &modelRun{t: t, fs: NewFaultFS(), root: root, mroot: newMDir(), in: in}
+	r := &modelRun{t: t, fs: New(), root: root, mroot: newMDir(), in: in}
 	for r.step() {
 	}
 	r.powerCut()

@@ -1,14 +1,14 @@
-package vfs
+package faultfs
 
 import (
 	"fmt"
 	"sync/atomic"
 )
 
-// OpKind names the operations a FaultFS hook sees.
+// OpKind names the operations a FS hook sees.
 type OpKind uint8
 
-// The operations a FaultFS hook is called for. Reads, Stat, ReadDir and
+// The operations a FS hook is called for. Reads, Stat, ReadDir and
 // Close are not hooked: they change nothing a power cut could lose.
 const (
 	// OpOpen is OpenFile without O_CREATE.
@@ -53,7 +53,7 @@ func (k OpKind) String() string {
 	return fmt.Sprintf("OpKind(%d)", uint8(k))
 }
 
-// Op describes one operation for a FaultFS hook.
+// Op describes one operation for a FS hook.
 type Op struct {
 	Kind OpKind
 	// Path is the absolute, cleaned path of the file or directory. For a
@@ -83,7 +83,7 @@ func (op Op) String() string {
 
 // Hook decides the fate of an operation before it runs: nil lets it run,
 // an error fails it without performing it (a *ShortWriteError tears a
-// write instead). A hook may block; FaultFS holds none of its locks while
+// write instead). A hook may block; FS holds none of its locks while
 // calling it. It is called from the goroutine doing the operation, so it
 // must be safe for concurrent use.
 type Hook func(Op) error

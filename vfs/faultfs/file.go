@@ -1,15 +1,19 @@
-package vfs
+package faultfs
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"syscall"
+
+	"github.com/foliolog/folio/vfs"
 )
 
-// faultFile is a File of a FaultFS: the real *os.File plus the identity of
+// faultFile is a File of a FS: the real *os.File plus the identity of
 // the file and the generation it was opened in.
 type faultFile struct {
-	fs   *FaultFS
+	fs   *FS
+	real vfs.File // the OS file layer's handle; f is its descriptor
 	f    *os.File
 	ino  *inode
 	name string // as given to OpenFile, for Name
@@ -97,12 +101,12 @@ func (h *faultFile) write(p []byte, off int64) (int, error) {
 		n := min(max(sw.N, 0), len(p))
 		m, err := h.writeReal(p[:n], off)
 		if err != nil {
-			return m, mapNoSpace(err)
+			return m, vfs.MarkNoSpace(err)
 		}
 		return m, injectedErr(op, injected)
 	}
 	n, err := h.writeReal(p, off)
-	return n, mapNoSpace(err)
+	return n, vfs.MarkNoSpace(err)
 }
 
 func (h *faultFile) writeReal(p []byte, off int64) (int, error) {
@@ -130,7 +134,7 @@ func (h *faultFile) Close() error {
 
 // Sync makes the file's current bytes, including any written through a
 // shared mapping of OS(), its durable content. On a directory handle it is
-// SyncDir. It does not fsync the real disk: durability is what FaultFS
+// SyncDir. It does not fsync the real disk: durability is what FS
 // models, and real fsyncs would only slow the tests down.
 func (h *faultFile) Sync() error {
 	op := h.op(OpSync)
@@ -171,12 +175,15 @@ func (h *faultFile) Truncate(size int64) error {
 	if injected != nil {
 		return injectedErr(op, injected)
 	}
-	return mapNoSpace(h.f.Truncate(size))
+	return vfs.MarkNoSpace(h.f.Truncate(size))
 }
 
 func (h *faultFile) Allocate(off, n int64) error {
-	if err := checkRange(h.name, off, n); err != nil || n == 0 {
-		return err
+	if off < 0 || n < 0 || off+n < off {
+		return fmt.Errorf("%w: allocate %s: off=%d n=%d", vfs.ErrInvalidRange, h.name, off, n)
+	}
+	if n == 0 {
+		return nil
 	}
 	op := h.op(OpAllocate)
 	op.Off, op.Len = off, int(n)
@@ -188,7 +195,7 @@ func (h *faultFile) Allocate(off, n int64) error {
 	if injected != nil {
 		return injectedErr(op, injected)
 	}
-	return mapNoSpace(allocate(h.f, off, n))
+	return h.real.Allocate(off, n) // the OS file layer marks ErrNoSpace
 }
 
 func (h *faultFile) Stat() (os.FileInfo, error) {

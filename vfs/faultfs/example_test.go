@@ -1,4 +1,4 @@
-package vfs_test
+package faultfs_test
 
 import (
 	"fmt"
@@ -6,19 +6,19 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/foliolog/folio/internal/vfs"
+	"github.com/foliolog/folio/vfs/faultfs"
 )
 
 // A write-then-rename that forgets to sync the directory loses the rename
 // in a power cut.
-func ExampleFaultFS() {
+func Example() {
 	dir, err := os.MkdirTemp("", "vfs-example")
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
 
-	fs := vfs.NewFaultFS()
+	fs := faultfs.New()
 	write := func(name, content string) {
 		f, err := fs.OpenFile(filepath.Join(dir, name), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 		if err != nil {
@@ -58,21 +58,21 @@ func ExampleFaultFS() {
 }
 
 // Injected failures: the second Sync fails, and a torn write stores a prefix.
-func ExampleFaultFS_SetHook() {
+func ExampleFS_SetHook() {
 	dir, err := os.MkdirTemp("", "vfs-example")
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
 
-	fs := vfs.NewFaultFS()
+	fs := faultfs.New()
 	f, err := fs.OpenFile(filepath.Join(dir, "log"), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer f.Close()
 
-	fs.SetHook(vfs.FailNth(vfs.OpWrite, 2, &vfs.ShortWriteError{N: 3}))
+	fs.SetHook(faultfs.FailNth(faultfs.OpWrite, 2, &faultfs.ShortWriteError{N: 3}))
 	n1, err1 := f.Write([]byte("first;"))
 	n2, err2 := f.Write([]byte("second;"))
 	fmt.Println(n1, err1)
@@ -83,36 +83,4 @@ func ExampleFaultFS_SetHook() {
 	// 6 <nil>
 	// 3 true
 	// first;sec
-}
-
-// The storage packages take an FS; production code passes vfs.Default.
-func Example() {
-	dir, err := os.MkdirTemp("", "vfs-example")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-
-	var fsys vfs.FS = vfs.Default
-	f, err := fsys.OpenFile(filepath.Join(dir, "00000000000000000000.index"), os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer f.Close()
-	// Reserve the blocks before mapping, so a mapped write cannot SIGBUS.
-	if err := f.Allocate(0, 10<<20); err != nil {
-		log.Fatal(err) // errors.Is(err, vfs.ErrNoSpace) on a full disk
-	}
-	if err := f.Sync(); err != nil {
-		log.Fatal(err)
-	}
-	if err := fsys.SyncDir(dir); err != nil {
-		log.Fatal(err)
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println(fi.Size())
-	// Output: 10485760
 }
