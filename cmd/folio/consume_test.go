@@ -183,7 +183,7 @@ func TestApplicationHoldsDirectory(t *testing.T) {
 		{"topics", "delete", "-dir", dir, "-topic", "held"},
 		{"produce", "-dir", dir, "-topic", "held"},
 	} {
-		fails(t, 1, []string{"locked", holder}, "x\n", args...)
+		fails(t, 1, lockedAdvice(holder), "x\n", args...)
 	}
 	if got := ok(t, "", "consume", "-dir", dir, "-topic", "held", "-e"); got != vals(0, 50) {
 		t.Errorf("consume beside the application: %q", got)
@@ -213,8 +213,8 @@ func TestApplicationHoldsDirectory(t *testing.T) {
 func TestChildProcessHoldsDirectory(t *testing.T) {
 	dir := t.TempDir()
 	h := startHolder(t, dir, "live")
-	fails(t, 1, []string{"locked", fmt.Sprintf("pid=%d", h.pid())}, "", "topics", "create", "-dir", dir, "-topic", "x")
-	fails(t, 1, []string{"locked", fmt.Sprintf("pid=%d", h.pid())}, "x\n", "produce", "-dir", dir, "-topic", "live")
+	fails(t, 1, lockedAdvice(fmt.Sprintf("pid=%d", h.pid())), "", "topics", "create", "-dir", dir, "-topic", "x")
+	fails(t, 1, lockedAdvice(fmt.Sprintf("pid=%d", h.pid())), "x\n", "produce", "-dir", dir, "-topic", "live")
 
 	// Follow from the end: everything printed was appended after the start.
 	cmd := exec.Command(folioBin, "consume", "-dir", dir, "-topic", "live", "-partition", "0", "-offset", "end", "-f", `%o %s\n`, "-interval", "20ms")

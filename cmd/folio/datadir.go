@@ -70,7 +70,7 @@ func checkFormat(path string) error {
 	}
 	if err := folio.CheckFormat(path); err != nil {
 		if errors.Is(err, folio.ErrUnknownFormat) {
-			return fmt.Errorf("%w: %w", ErrNoDataDir, err)
+			return classify(ErrNoDataDir, err) // its message says so already
 		}
 		return err
 	}
@@ -117,7 +117,14 @@ func (d *dataDir) topic(name string) (topic.Info, error) {
 	if err := checkTopicName(name); err != nil {
 		return topic.Info{}, err
 	}
-	return topic.Info{}, fmt.Errorf("%w %q in %s", ErrUnknownTopic, name, d.path)
+	return topic.Info{}, unknownTopic(name, d.path)
+}
+
+// unknownTopic is the one message for a topic the catalog of dir does not
+// hold, whether a read command found it missing in the files or the Broker
+// said so (folio.ErrUnknownTopic).
+func unknownTopic(name, dir string) error {
+	return fmt.Errorf("%w %q in %s", ErrUnknownTopic, name, dir)
 }
 
 // checkTopicName refuses names no topic can have, so that a typo gets the

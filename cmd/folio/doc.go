@@ -6,13 +6,15 @@
 //	folio <command> [flags]
 //
 // Flags follow the command. Every command takes -dir, the data directory
-// (default ./folio-data, the one examples/quickstart writes).
+// (default ./folio-data, the one examples/quickstart writes). folio help,
+// folio <command> -h and folio help <command> print the usage on stderr.
 //
 // # Commands that write
 //
 // These open the directory as an application does (folio.Open): they take
 // its lock, so while an application holds it they fail at once with a
-// message naming the holder's pid and host.
+// message naming the holder's pid and host and what to do: stop it, or use
+// a command that only reads.
 //
 //	folio topics create -topic T [-partitions N] [-retention.ms 7d] [-flush sync] [-config key=value ...]
 //
@@ -40,7 +42,8 @@
 // without the delimiter has no key. Keyed records go where Kafka's
 // partitioner puts them, unkeyed ones stick to a partition per batch,
 // -partition sends all to one. A missing topic is created with the default
-// settings. With -report, each acknowledged record prints
+// settings, as Kafka's auto.create.topics.enable does, and a line on stderr
+// says so (a mistyped -topic is seen at once). With -report, each acknowledged record prints
 // "line<TAB>partition<TAB>offset" (line is its 1-based line number) in the
 // order of acknowledgement, flushed as it comes. A record that is not
 // acknowledged (for example a line longer than the topic's
@@ -53,8 +56,9 @@
 // or -partition): to the log start, to the end, to an offset, or to the
 // first record at or after a time (RFC 3339, or 2006-01-02T15:04:05 and
 // 2006-01-02 in UTC; a time after every record means the end). It prints
-// the old and new offsets; -dry-run stops there. Taking the lock makes sure
-// no member of the group runs, as Kafka requires an empty group.
+// the old and new offsets; -dry-run stops there, and its last line says
+// that nothing was committed. Taking the lock makes sure no member of the
+// group runs, as Kafka requires an empty group.
 //
 //	folio consume -group G -topic T [-offset beginning|end] [-n count] [-e] [-f format] [-commit-interval 5s]
 //
@@ -124,7 +128,10 @@
 //	folio groups [-group G]
 //
 // Prints every group's committed offsets, with the log end and the lag of
-// each partition, and when each offset was committed; then each group's
+// each partition, and when each offset was committed. The other partitions
+// of the topics a group committed in or its members subscribed to are
+// listed too, with "-" as their offset and, as lag, every record from the
+// log start (where a new member starts by default). Then each group's
 // state, generation, protocol, leader, member count and when it entered
 // the state; then each member (member id, group instance id, client id
 // and host) with the partitions assigned to it. It reads the records of
@@ -142,10 +149,13 @@
 //
 // # Exit status and errors
 //
-// 0 on success, 2 for a command line that cannot run (unknown command or
-// flag, missing -topic, bad -offset or -f), 1 for every other failure. A
-// failure is one line on stderr, "folio <command>: <problem>", naming the
-// directory, topic, file and position concerned; bad input never panics.
+// 0 on success and for help asked for, 2 for a command line that cannot
+// run (unknown command or flag, a flag value that does not parse, missing
+// -topic, bad -offset or -f), 1 for every other failure. A failure is one
+// line on stderr, "folio <command>: <problem>", naming the directory,
+// topic, file and position concerned, with nothing on stdout but what the
+// command printed before it failed; the usage text is never printed with
+// an error. Bad input never panics.
 //
 // # Caveats
 //

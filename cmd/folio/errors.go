@@ -22,6 +22,9 @@ var (
 	ErrUnknownTopic     = errors.New("unknown topic")
 	ErrUnknownPartition = errors.New("unknown partition")
 
+	// ErrTopicExists is a topics create of a name the catalog holds.
+	ErrTopicExists = errors.New("already exists")
+
 	// ErrCorrupt is damage a read command found on disk: a batch that
 	// fails its checks, an index entry that does not match its log, a
 	// metadata file that fails its checksum. The error carries the file
@@ -60,7 +63,27 @@ func (e *corruptError) Unwrap() error { return e.Err }
 // lower-level error it wraps.
 func (e *corruptError) Is(target error) bool { return target == ErrCorrupt }
 
+// usageError is a command line that cannot run. Its message is the
+// problem alone: main prints the class as the exit status, not as words.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+// Is makes errors.Is(err, ErrUsage) true.
+func (e *usageError) Is(target error) bool { return target == ErrUsage }
+
 // usagef returns an ErrUsage error with a message.
 func usagef(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrUsage, fmt.Sprintf(format, args...))
+	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
+
+// classifiedError puts an error of the folio packages in one of this
+// command's classes without adding words: its message already says what
+// the class would.
+type classifiedError struct{ class, err error }
+
+func (e *classifiedError) Error() string   { return e.err.Error() }
+func (e *classifiedError) Unwrap() []error { return []error{e.class, e.err} }
+
+// classify returns err, matching class too.
+func classify(class, err error) error { return &classifiedError{class: class, err: err} }

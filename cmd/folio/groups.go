@@ -17,6 +17,7 @@ import (
 	"github.com/foliolog/folio"
 	"github.com/foliolog/folio/group"
 	"github.com/foliolog/folio/record"
+	"github.com/foliolog/folio/topic"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -50,6 +51,9 @@ type groupMeta struct {
 	generation                     int32
 	since                          time.Time
 	members                        []memberMeta
+	// topics are those the members subscribed to or were assigned, for a
+	// consumer group: their partitions without a commit still have a lag.
+	topics []string
 }
 
 // memberMeta is one member of a groupMeta.
@@ -164,15 +168,40 @@ func applyGroupRecord(metas map[string]*groupMeta, key, value []byte, null bool)
 	if v.Leader != nil {
 		g.leader = *v.Leader
 	}
+	topics := map[string]bool{}
 	for _, m := range v.Members {
+		for _, t := range memberTopics(v.ProtocolType, m.Subscription, m.Assignment) {
+			topics[t] = true
+		}
 		mm := memberMeta{id: m.MemberID, client: m.ClientID, host: m.ClientHost, assigned: describeAssignment(v.ProtocolType, m.Assignment)}
 		if m.InstanceID != nil {
 			mm.instance = *m.InstanceID
 		}
 		g.members = append(g.members, mm)
 	}
+	g.topics = slices.Sorted(maps.Keys(topics))
 	metas[k.Group] = g
 	return nil
+}
+
+// memberTopics returns the topics a consumer group member subscribed to
+// and was assigned, as far as they decode; other protocols have none.
+func memberTopics(protocolType string, subscription, assignment []byte) []string {
+	if protocolType != group.ProtocolTypeConsumer {
+		return nil
+	}
+	var out []string
+	var sub kmsg.ConsumerMemberMetadata
+	if err := sub.ReadFrom(subscription); err == nil {
+		out = append(out, sub.Topics...)
+	}
+	var a kmsg.ConsumerMemberAssignment
+	if err := a.ReadFrom(assignment); err == nil {
+		for _, t := range a.Topics {
+			out = append(out, t.Topic)
+		}
+	}
+	return out
 }
 
 // describeAssignment renders a member's assignment: for a consumer group
@@ -234,7 +263,7 @@ func applyCommitRecord(commits map[groupTP]commit, key, value []byte, null bool,
 }
 
 func groupsDescribe(e env, args []string) error {
-	fs, dir := newFlags(e, "groups", "groups [-group G]   |   groups reset -group G -topic T -to earliest|latest|OFFSET|TIME [-partition P] [-dry-run]")
+	fs, dir := newFlags(e, "groups", "groups [-group G]    (and: folio groups reset -h)")
 	only := fs.String("group", "", "describe only this group")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -247,11 +276,9 @@ func groupsDescribe(e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	var keys []groupTP
 	names := map[string]bool{}
 	for k := range commits {
 		if *only == "" || k.group == *only {
-			keys = append(keys, k)
 			names[k.group] = true
 		}
 	}
@@ -263,6 +290,110 @@ func groupsDescribe(e env, args []string) error {
 	if *only != "" && len(names) == 0 {
 		return fmt.Errorf("%w %q in %s: it has no committed offsets and no members", ErrUnknownGroup, *only, *dir)
 	}
+	keys, err := groupPartitions(d, names, commits, metas)
+	if err != nil {
+		return err
+	}
+	bounds := map[groupTP]partBounds{} // by topic and partition (group "")
+	partBoundsOf := func(topicName string, p int32) (partBounds, bool, error) {
+		k := groupTP{"", topicName, p}
+		if pb, ok := bounds[k]; ok {
+			return pb, pb.End >= 0, nil
+		}
+		in, err := d.topic(topicName)
+		if errors.Is(err, ErrUnknownTopic) || (err == nil && p >= in.Config.Partitions) {
+			bounds[k] = partBounds{End: -1}
+			return partBounds{}, false, nil
+		}
+		if err != nil {
+			return partBounds{}, false, err
+		}
+		pb, err := d.partView(in, p).bounds()
+		if err != nil {
+			return partBounds{}, false, err
+		}
+		bounds[k] = pb
+		return pb, true, nil
+	}
+	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	if len(keys) > 0 {
+		fmt.Fprintln(w, "GROUP\tTOPIC\tPARTITION\tCOMMITTED\tLOG-END\tLAG\tCOMMITTED-AT\tMETADATA")
+	}
+	for _, k := range keys {
+		pb, exists, err := partBoundsOf(k.topic, k.partition)
+		if err != nil {
+			return err
+		}
+		c, committed := commits[k]
+		if !committed {
+			// A partition of the group's topics that it never committed:
+			// a member starting now reads it from the log start (the
+			// default reset), so all of it is backlog.
+			fmt.Fprintf(w, "%s\t%s\t%d\t-\t%d\t%d (no commit: from the log start, %d)\t-\t-\n",
+				printable([]byte(k.group)), k.topic, k.partition, pb.End, pb.End-pb.Start, pb.Start)
+			continue
+		}
+		logEnd, lag := "-", "-"
+		switch {
+		case !exists:
+			lag = "(topic deleted)"
+		case c.offset > pb.End:
+			// Records lost in a power cut under a non-sync policy: the
+			// coordinator clamps such an offset to the log end when it loads.
+			logEnd, lag = strconv.FormatInt(pb.End, 10), "0 (committed beyond the log end)"
+		default:
+			logEnd, lag = strconv.FormatInt(pb.End, 10), strconv.FormatInt(pb.End-c.offset, 10)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", printable([]byte(k.group)), k.topic, k.partition, c.offset, logEnd, lag,
+			c.at.UTC().Format("2006-01-02T15:04:05.000Z"), orDash(printable([]byte(c.metadata)), c.metadata == ""))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return printMembership(e, names, metas, len(keys) > 0)
+}
+
+// groupPartitions returns the partitions to show for the groups named,
+// sorted: every committed one, and every other partition of a topic the
+// group committed in or its members subscribed to, so that partitions the
+// group never committed show their backlog instead of hiding it.
+func groupPartitions(d *dataDir, names map[string]bool, commits map[groupTP]commit, metas map[string]*groupMeta) ([]groupTP, error) {
+	seen := map[groupTP]bool{}
+	topicsOf := map[string]map[string]bool{}
+	addTopic := func(g, t string) {
+		if topicsOf[g] == nil {
+			topicsOf[g] = map[string]bool{}
+		}
+		topicsOf[g][t] = true
+	}
+	for k := range commits {
+		if names[k.group] {
+			seen[k] = true
+			addTopic(k.group, k.topic)
+		}
+	}
+	for id, g := range metas {
+		if names[id] {
+			for _, t := range g.topics {
+				addTopic(id, t)
+			}
+		}
+	}
+	for g, ts := range topicsOf {
+		for t := range ts {
+			in, err := d.topic(t)
+			if errors.Is(err, ErrUnknownTopic) || errors.Is(err, topic.ErrInvalidName) || errors.Is(err, topic.ErrReservedName) {
+				continue // deleted since, or a name from a damaged record: its commits show it
+			}
+			if err != nil {
+				return nil, err
+			}
+			for p := range in.Config.Partitions {
+				seen[groupTP{g, t, p}] = true
+			}
+		}
+	}
+	keys := slices.Collect(maps.Keys(seen))
 	sort.Slice(keys, func(i, j int) bool {
 		a, b := keys[i], keys[j]
 		if a.group != b.group {
@@ -273,55 +404,7 @@ func groupsDescribe(e env, args []string) error {
 		}
 		return a.partition < b.partition
 	})
-	ends := map[groupTP]int64{} // by topic and partition (group "")
-	end := func(topicName string, p int32) (int64, bool, error) {
-		k := groupTP{"", topicName, p}
-		if v, ok := ends[k]; ok {
-			return v, v >= 0, nil
-		}
-		in, err := d.topic(topicName)
-		if errors.Is(err, ErrUnknownTopic) || (err == nil && p >= in.Config.Partitions) {
-			ends[k] = -1
-			return -1, false, nil
-		}
-		if err != nil {
-			return 0, false, err
-		}
-		pb, err := d.partView(in, p).bounds()
-		if err != nil {
-			return 0, false, err
-		}
-		ends[k] = pb.End
-		return pb.End, true, nil
-	}
-	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	if len(keys) > 0 {
-		fmt.Fprintln(w, "GROUP\tTOPIC\tPARTITION\tCOMMITTED\tLOG-END\tLAG\tCOMMITTED-AT\tMETADATA")
-	}
-	for _, k := range keys {
-		c := commits[k]
-		logEnd, lag := "-", "-"
-		n, ok, err := end(k.topic, k.partition)
-		if err != nil {
-			return err
-		}
-		switch {
-		case !ok:
-			lag = "(topic deleted)"
-		case c.offset > n:
-			// Records lost in a power cut under a non-sync policy: the
-			// coordinator clamps such an offset to the log end when it loads.
-			logEnd, lag = strconv.FormatInt(n, 10), "0 (committed beyond the log end)"
-		default:
-			logEnd, lag = strconv.FormatInt(n, 10), strconv.FormatInt(n-c.offset, 10)
-		}
-		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", k.group, k.topic, k.partition, c.offset, logEnd, lag,
-			c.at.UTC().Format("2006-01-02T15:04:05.000Z"), printable([]byte(c.metadata)))
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	return printMembership(e, names, metas, len(keys) > 0)
+	return keys, nil
 }
 
 // printMembership prints the state of each group named, then each member
@@ -435,6 +518,9 @@ func groupsReset(e env, args []string) (err error) {
 	}
 	defer closeBroker(b, &err)
 	in, err := b.DescribeTopic(*name)
+	if errors.Is(err, folio.ErrUnknownTopic) {
+		return unknownTopic(*name, *dir)
+	}
 	if err != nil {
 		return err
 	}
@@ -491,7 +577,9 @@ func groupsReset(e env, args []string) (err error) {
 		return err
 	}
 	if *dry {
-		return nil
+		// The table is what a reset would print: say it was not one.
+		_, err := fmt.Fprintln(e.stdout, "Dry run: nothing was committed; run without -dry-run to commit these offsets.")
+		return err
 	}
 	resp, err := coord.OffsetCommit(ctx, req)
 	if err != nil {
@@ -550,6 +638,9 @@ func consumeGroup(e env, dir, groupID, topicName string, start startSpec, f reco
 	}
 	defer closeBroker(b, &err)
 	in, err := b.DescribeTopic(topicName)
+	if errors.Is(err, folio.ErrUnknownTopic) {
+		return unknownTopic(topicName, dir)
+	}
 	if err != nil {
 		return err
 	}

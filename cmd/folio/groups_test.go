@@ -212,13 +212,20 @@ func TestGroupsReset(t *testing.T) {
 		t.Fatalf("after reading all: %v", c)
 	}
 
-	// -dry-run shows the plan and changes nothing.
+	// -dry-run shows the plan, says it is one, and changes nothing.
 	plan := ok(t, "", "groups", "reset", "-dir", dir, "-group", "g", "-topic", "t", "-to", "earliest", "-dry-run")
 	if !regexp.MustCompile(`(?m)^g\s+t\s+0\s+10\s+0$`).MatchString(plan) || !regexp.MustCompile(`(?m)^g\s+t\s+1\s+10\s+0$`).MatchString(plan) {
 		t.Errorf("dry-run plan:\n%s", plan)
 	}
+	const dryMark = "Dry run: nothing was committed"
+	if l := lines(plan); len(l) == 0 || !strings.HasPrefix(l[len(l)-1], dryMark) {
+		t.Errorf("dry-run output does not end saying it was one:\n%s", plan)
+	}
 	if c := committed(); c["t/0"][0] != "10" {
 		t.Errorf("-dry-run changed the offsets: %v", c)
+	}
+	if real := ok(t, "", "groups", "reset", "-dir", dir, "-group", "g", "-topic", "t", "-to", "latest"); strings.Contains(real, dryMark) {
+		t.Errorf("a real reset says it was a dry run:\n%s", real)
 	}
 
 	cases := []struct {
@@ -251,6 +258,54 @@ func TestGroupsReset(t *testing.T) {
 	fails(t, 1, []string{`unknown consumer group "nope"`}, "", "groups", "-dir", dir, "-group", "nope")
 	fails(t, 2, []string{"-partition and -group"}, "", "consume", "-dir", dir, "-topic", "t", "-group", "g", "-partition", "0")
 	fails(t, 2, []string{"-offset with -group"}, "", "consume", "-dir", dir, "-topic", "t", "-group", "g", "-offset", "3")
+}
+
+// TestGroupsShowsUncommittedPartitions: partitions of a group's topic
+// that it never committed are shown, with their whole log, from the log
+// start, as lag; they are backlog the group has not read.
+func TestGroupsShowsUncommittedPartitions(t *testing.T) {
+	dir := t.TempDir()
+	ok(t, "", "topics", "create", "-dir", dir, "-topic", "t", "-partitions", "3")
+	for p, n := range []int{4, 6, 5} {
+		ok(t, strings.Repeat("x\n", n), "produce", "-dir", dir, "-topic", "t", "-partition", strconv.Itoa(p))
+	}
+	// Records before offset 2 of partition 2 are deleted: its log starts
+	// at 2, and its backlog is 3 records.
+	b, err := folio.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.DeleteRecordsBefore("t", 2, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A member that prints one record commits only its partition.
+	got := ok(t, "", "consume", "-dir", dir, "-topic", "t", "-group", "g", "-n", "1", "-e", "-f", `%p\n`)
+	read, _ := strconv.Atoi(strings.TrimSpace(got))
+	out := ok(t, "", "groups", "-dir", dir, "-group", "g")
+	rows := groupRows(t, out, "g")
+	if len(rows) != 3 {
+		t.Fatalf("groups shows %d partitions of t, want all 3:\n%s", len(rows), out)
+	}
+	starts, ends := []int{0, 0, 2}, []int{4, 6, 5}
+	for p := range 3 {
+		r := rows["t/"+strconv.Itoa(p)]
+		if p == read {
+			next := starts[p] + 1
+			if r != [2]string{strconv.Itoa(next), strconv.Itoa(ends[p] - next)} {
+				t.Errorf("partition %d, committed at %d: %v", p, next, r)
+			}
+			continue
+		}
+		if lag := ends[p] - starts[p]; r != [2]string{"-", strconv.Itoa(lag)} {
+			t.Errorf("partition %d without a commit: %v, want committed -, lag %d (from the log start):\n%s", p, r, lag, out)
+		}
+	}
+	if !strings.Contains(out, "no commit") {
+		t.Errorf("a lag without a commit does not say where it counts from:\n%s", out)
+	}
 }
 
 // TestGroupsBesideApplication: groups reads the commits of an application
@@ -293,8 +348,8 @@ func TestGroupsBesideApplication(t *testing.T) {
 	}
 	out := ok(t, "", "groups", "-dir", dir)
 	rows := groupRows(t, out, "app")
-	if rows["t/0"] != [2]string{"3", "2"} {
-		t.Errorf("groups beside the application: %v, want committed 3, lag 2", rows)
+	if rows["t/0"] != [2]string{"3", "2"} || rows["t/1"] != [2]string{"-", "0"} {
+		t.Errorf("groups beside the application: %v, want t/0 committed 3, lag 2, and t/1 (subscribed, empty) without a commit", rows)
 	}
 	// The membership the application's coordinator recorded: the one
 	// member, leader of its generation, with both partitions.
@@ -307,8 +362,8 @@ func TestGroupsBesideApplication(t *testing.T) {
 		t.Errorf("members %v, want %s with t-0,t-1; output:\n%s", members, gc.MemberID(), out)
 	}
 	holder := fmt.Sprintf("pid=%d", os.Getpid())
-	fails(t, 1, []string{"locked", holder}, "", "consume", "-dir", dir, "-topic", "t", "-group", "app", "-e")
-	fails(t, 1, []string{"locked", holder}, "", "groups", "reset", "-dir", dir, "-group", "app", "-topic", "t", "-to", "earliest")
+	fails(t, 1, lockedAdvice(holder), "", "consume", "-dir", dir, "-topic", "t", "-group", "app", "-e")
+	fails(t, 1, lockedAdvice(holder), "", "groups", "reset", "-dir", dir, "-group", "app", "-topic", "t", "-to", "earliest")
 
 	// The member leaves: the group is recorded Empty, with no members,
 	// while the Broker stays open.

@@ -125,3 +125,9 @@ func (h *holder) stop(t *testing.T) {
 		t.Errorf("holder: %v", err)
 	}
 }
+
+// lockedAdvice is what the refusal of a write to a held directory says:
+// that it is locked, by whom, and what the user can do instead.
+func lockedAdvice(holder string) []string {
+	return []string{"locked", holder, "stop that process", "use one that only reads", "consume without -group"}
+}

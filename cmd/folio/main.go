@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -29,8 +30,10 @@ type env struct {
 	stderr io.Writer
 }
 
-// command is one subcommand.
+// command is one command of the CLI.
 type command struct {
+	// name is the command as typed: one word, or a family and a
+	// subcommand ("topics create").
 	name    string
 	summary string
 	run     func(e env, args []string) error
@@ -38,12 +41,16 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"topics", "create, delete, list or describe topics", runTopics},
+		{"topics create", "create a topic", topicsCreate},
+		{"topics delete", "delete a topic and its records", topicsDelete},
+		{"topics list", "list the topics", topicsList},
+		{"topics describe", "show topics' settings and each partition's offsets and size", topicsDescribe},
 		{"produce", "append stdin lines to a topic, one record per line", runProduce},
 		{"consume", "print a topic's records (kcat-style format)", runConsume},
 		{"dump", "print every batch and record of a partition's segments, with CRC checks", runDump},
 		{"verify", "check every CRC and index of a data directory", runVerify},
-		{"groups", "consumer groups' committed offsets and lag, or reset them (groups reset)", runGroups},
+		{"groups", "consumer groups' committed offsets, lag and members", groupsDescribe},
+		{"groups reset", "move a consumer group's committed offsets", groupsReset},
 	}
 }
 
@@ -54,90 +61,205 @@ func main() {
 	os.Exit(code)
 }
 
-// run runs the command line args and returns the exit status: 0, 1 for a
-// failure, 2 for a command line that cannot run. Every failure is one line
-// on stderr: "folio <command>: <problem>".
+// Exit statuses.
+const (
+	exitOK    = 0
+	exitFail  = 1 // the command ran and failed
+	exitUsage = 2 // the command line cannot run
+)
+
+// run runs the command line args and returns the exit status. Every
+// failure is one line on stderr, "folio <command>: <problem>", and nothing
+// on stdout but what the command printed before it failed. Help asked for
+// (help, -h, -help) goes to stderr too, so that it never mixes with a
+// command's data, and exits 0.
 func run(e env, args []string) int {
 	if len(args) == 0 {
 		fmt.Fprintln(e.stderr, "folio: usage: folio <command> [flags]; run folio help for the commands")
-		return 2
+		return exitUsage
 	}
-	switch args[0] {
-	case "help", "-h", "-help", "--help":
-		usage(e.stdout)
-		return 0
+	if args[0] == "help" || isHelpFlag(args[0]) {
+		if args[0] == "help" && len(args) > 1 {
+			// folio help topics create = folio topics create -h
+			return run(e, append(slices.Clone(args[1:]), "-h"))
+		}
+		usage(e.stderr)
+		return exitOK
 	}
-	for _, c := range commands() {
-		if c.name != args[0] {
-			continue
-		}
-		err := c.run(e, args[1:])
-		switch {
-		case err == nil:
-			return 0
-		case errors.Is(err, flag.ErrHelp):
-			return 0
-		}
-		fmt.Fprintf(e.stderr, "folio %s: %s\n", c.name, oneLine(err))
-		if errors.Is(err, ErrUsage) {
-			return 2
-		}
-		return 1
+	c, rest, err := findCommand(e, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case err != nil && c.name == "":
+		fmt.Fprintf(e.stderr, "folio: %s\n", message(err))
+		return exitUsage
+	case err != nil:
+		fmt.Fprintf(e.stderr, "folio %s: %s\n", c.name, message(err))
+		return exitUsage
 	}
-	fmt.Fprintf(e.stderr, "folio: unknown command %q (run folio help)\n", args[0])
-	return 2
+	err = c.run(e, rest)
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return exitOK
+	}
+	fmt.Fprintf(e.stderr, "folio %s: %s\n", c.name, message(err))
+	if errors.Is(err, ErrUsage) {
+		return exitUsage
+	}
+	return exitFail
 }
 
-// oneLine flattens an error whose message spans lines (errors.Join).
-func oneLine(err error) string {
-	return strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ")
+func isHelpFlag(s string) bool {
+	switch s {
+	case "-h", "-help", "--help":
+		return true
+	}
+	return false
+}
+
+// findCommand returns the command args name and the arguments after its
+// name. A family of subcommands (topics) typed alone, or with a
+// subcommand it does not have, is a usage error returned with a command
+// named after the family and no run; with -h or help the family prints its
+// subcommands and returns flag.ErrHelp. An unknown command is a usage
+// error with an empty command.
+func findCommand(e env, args []string) (command, []string, error) {
+	cs := commands()
+	if len(args) > 1 {
+		for _, c := range cs {
+			if c.name == args[0]+" "+args[1] {
+				return c, args[2:], nil
+			}
+		}
+	}
+	for _, c := range cs {
+		if c.name == args[0] {
+			return c, args[1:], nil
+		}
+	}
+	family := command{name: args[0]}
+	var subs []string
+	for _, c := range cs {
+		if sub, ok := strings.CutPrefix(c.name, family.name+" "); ok {
+			subs = append(subs, sub)
+		}
+	}
+	switch {
+	case len(subs) == 0:
+		return command{}, nil, usagef("unknown command %q (run folio help)", args[0])
+	case len(args) == 1:
+		return family, nil, usagef("needs a subcommand: %s (run folio %s -h)", orList(subs), family.name)
+	case args[1] == "help" || isHelpFlag(args[1]):
+		familyUsage(e.stderr, family.name)
+		return family, nil, flag.ErrHelp
+	}
+	return family, nil, usagef("unknown subcommand %q (%s; run folio %s -h)", args[1], orList(subs), family.name)
+}
+
+// orList joins words as "a, b or c".
+func orList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+}
+
+// message is err as the one line after "folio <command>: ". Errors of the
+// root package begin with its name, "folio: ", which the line has already
+// said; that prefix is dropped. Messages that span lines (errors.Join) are
+// joined with "; ".
+func message(err error) string {
+	s := strings.TrimSpace(err.Error())
+	s = strings.TrimPrefix(s, "folio: ")
+	return strings.ReplaceAll(s, "\n", "; ")
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: folio <command> [flags]    (flags follow the command; -h lists them)")
+	fmt.Fprintln(w, "usage: folio <command> [flags]    (flags follow the command; folio <command> -h lists them)")
 	fmt.Fprintln(w)
-	cs := commands()
-	sort.Slice(cs, func(i, j int) bool { return cs[i].name < cs[j].name })
-	for _, c := range cs {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
-	}
+	printCommands(w, commands())
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "Every command takes -dir (default %s), the data directory.\n", defaultDir)
+	fmt.Fprintf(w, "Every command takes -dir (default %s), the data directory. Commands that\n", defaultDir)
+	fmt.Fprintln(w, "write (topics create and delete, produce, groups reset, consume -group) take its")
+	fmt.Fprintln(w, "lock; the others only read, and work beside a running application.")
 }
 
-// newFlags returns a flag set whose errors come back as ErrUsage instead of
-// being printed with the whole usage text; -h prints the usage to stdout.
-func newFlags(e env, name, synopsis string) (*flag.FlagSet, *string) {
+// familyUsage lists the subcommands of family (topics).
+func familyUsage(w io.Writer, family string) {
+	var cs []command
+	var subs []string
+	for _, c := range commands() {
+		if sub, ok := strings.CutPrefix(c.name, family+" "); ok {
+			cs = append(cs, c)
+			subs = append(subs, sub)
+		}
+	}
+	fmt.Fprintf(w, "usage: folio %s %s [flags]\n\n", family, strings.Join(subs, "|"))
+	printCommands(w, cs)
+	fmt.Fprintf(w, "\nRun folio %s <subcommand> -h for its flags.\n", family)
+}
+
+func printCommands(w io.Writer, cs []command) {
+	sort.Slice(cs, func(i, j int) bool { return cs[i].name < cs[j].name })
+	for _, c := range cs {
+		fmt.Fprintf(w, "  %-16s %s\n", c.name, c.summary)
+	}
+}
+
+// flagSet is a command's flags. Its errors come back from parseFlags as
+// one-line ErrUsage errors, never with the usage text; -h prints the usage
+// on stderr.
+type flagSet struct {
+	*flag.FlagSet
+	help func()
+}
+
+// newFlags returns the flags of the command name, with -dir, and the -dir
+// value. synopsis follows "usage: folio " in the help.
+func newFlags(e env, name, synopsis string) (*flagSet, *string) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
+	fs.Usage = func() {} // called on every error too: the help is printed on -h only
 	dir := fs.String("dir", defaultDir, "the data directory")
-	fs.Usage = func() {
-		fs.SetOutput(e.stdout)
-		fmt.Fprintf(e.stdout, "usage: folio %s\n\n", synopsis)
+	help := func() {
+		fmt.Fprintf(e.stderr, "usage: folio %s\n\n", synopsis)
+		for _, c := range commands() {
+			if c.name == name {
+				fmt.Fprintf(e.stderr, "%s.\n\n", strings.ToUpper(c.summary[:1])+c.summary[1:])
+			}
+		}
+		fmt.Fprintln(e.stderr, "Flags:")
+		fs.SetOutput(e.stderr)
 		fs.PrintDefaults()
 		fs.SetOutput(io.Discard)
 	}
-	return fs, dir
+	return &flagSet{FlagSet: fs, help: help}, dir
 }
 
 // parseFlags parses args and refuses positional arguments, which no
-// command takes.
-func parseFlags(fs *flag.FlagSet, args []string) error {
+// command takes. -h prints the help and returns flag.ErrHelp.
+func parseFlags(fs *flagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fs.help()
 			return err
 		}
-		return fmt.Errorf("%w: %v (see -h)", ErrUsage, err)
+		return usagef("%v (run folio %s -h)", err, fs.Name())
 	}
 	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q (flags follow the command; see -h)", fs.Arg(0))
+		return usagef("unexpected argument %q (flags follow the command; run folio %s -h)", fs.Arg(0), fs.Name())
 	}
 	return nil
 }
 
+// readOnlyCommands is what a user can still run while an application
+// holds the directory.
+const readOnlyCommands = "topics list, topics describe, consume without -group, dump, verify, groups"
+
 // openBroker opens the data directory for writing, taking its lock. A
 // directory an application holds fails with folio.ErrDirLocked, which names
-// the holder. create says whether a missing directory may be created.
+// the holder; the message adds what to do about it. create says whether a
+// missing directory may be created.
 func openBroker(e env, dir string, create bool) (*folio.Broker, error) {
 	if !create {
 		if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
@@ -147,7 +269,11 @@ func openBroker(e env, dir string, create bool) (*folio.Broker, error) {
 	// The Broker's own warnings (recovery cuts, failed checkpoints) are
 	// worth seeing on the command line; its info events are not.
 	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	return folio.Open(dir, &folio.Options{Logger: logger})
+	b, err := folio.Open(dir, &folio.Options{Logger: logger})
+	if errors.Is(err, folio.ErrDirLocked) {
+		return nil, fmt.Errorf("%w; stop that process to run this command, or use one that only reads (%s)", err, readOnlyCommands)
+	}
+	return b, err
 }
 
 // closeBroker closes b, keeping the first error.

@@ -48,8 +48,14 @@ func runProduce(e env, args []string) (err error) {
 	defer closeBroker(b, &err)
 	in, err := b.DescribeTopic(*name)
 	if errors.Is(err, folio.ErrUnknownTopic) {
+		// Kafka's auto.create.topics.enable, said out loud: a typo in -topic
+		// must not go unnoticed.
 		in, err = b.CreateTopic(*name, folio.TopicConfig{})
-		if errors.Is(err, folio.ErrTopicExists) {
+		switch {
+		case err == nil:
+			fmt.Fprintf(e.stderr, "folio produce: created topic %q in %s (%s, default settings): it did not exist\n",
+				in.Name, *dir, plural(len(in.Partitions), "partition"))
+		case errors.Is(err, folio.ErrTopicExists):
 			in, err = b.DescribeTopic(*name)
 		}
 	}

@@ -93,9 +93,13 @@ func TestProduceConsumeRoundTrip(t *testing.T) {
 
 func TestProduceLines(t *testing.T) {
 	dir := t.TempDir()
-	// A missing topic is created with the default settings.
-	out := ok(t, "plain\n\nkey only\tand value\nlast line without newline", "produce", "-dir", dir, "-topic", "fresh", "-report")
-	if got := lines(out); len(got) != 4 || got[0] != "1\t0\t0" || got[3] != "4\t0\t3" {
+	// A missing topic is created with the default settings, and one line
+	// on stderr says so: a mistyped -topic must not pass unnoticed.
+	r := cli(t, "plain\n\nkey only\tand value\nlast line without newline", "produce", "-dir", dir, "-topic", "fresh", "-report")
+	if want := `folio produce: created topic "fresh" in ` + dir + " (1 partition, default settings): it did not exist\n"; r.code != 0 || r.stderr != want {
+		t.Errorf("produce to a new topic: exit %d, stderr %q; want 0 and %q", r.code, r.stderr, want)
+	}
+	if got := lines(r.stdout); len(got) != 4 || got[0] != "1\t0\t0" || got[3] != "4\t0\t3" {
 		t.Errorf("report = %q", got)
 	}
 	desc := ok(t, "", "topics", "describe", "-dir", dir, "-topic", "fresh")
@@ -113,6 +117,8 @@ func TestProduceLines(t *testing.T) {
 
 	// With -K a line without the delimiter has no key; a multi-byte
 	// delimiter splits at its first occurrence; an empty key is a key.
+	// (To a topic that exists, produce says nothing on stderr.)
+	ok(t, "", "topics", "create", "-dir", dir, "-topic", "keyed")
 	ok(t, "k1::v1\nnovalue\n::empty key\nk2::v::2\n", "produce", "-dir", dir, "-topic", "keyed", "-K", "::")
 	got = ok(t, "", "consume", "-dir", dir, "-topic", "keyed", "-e", "-f", `%K %k=%s\n`)
 	want = "2 k1=v1\n-1 =novalue\n0 =empty key\n2 k2=v::2\n"
@@ -122,14 +128,14 @@ func TestProduceLines(t *testing.T) {
 
 	// -partition sends every record there.
 	ok(t, "", "topics", "create", "-dir", dir, "-topic", "spread", "-partitions", "3")
-	out = ok(t, "a\nb\nc\n", "produce", "-dir", dir, "-topic", "spread", "-partition", "2", "-report")
+	out := ok(t, "a\nb\nc\n", "produce", "-dir", dir, "-topic", "spread", "-partition", "2", "-report")
 	if out != "1\t2\t0\n2\t2\t1\n3\t2\t2\n" {
 		t.Errorf("report with -partition 2 = %q", out)
 	}
 
 	// A line the topic cannot take fails the run, naming the line.
 	ok(t, "", "topics", "create", "-dir", dir, "-topic", "small", "-max.message.bytes", "200")
-	r := fails(t, 1, []string{"line 2", "max.message.bytes"}, "ok\n"+strings.Repeat("x", 300)+"\n", "produce", "-dir", dir, "-topic", "small", "-report")
+	r = fails(t, 1, []string{"line 2", "max.message.bytes"}, "ok\n"+strings.Repeat("x", 300)+"\n", "produce", "-dir", dir, "-topic", "small", "-report")
 	if r.stdout != "1\t0\t0\n" {
 		t.Errorf("report before the failure = %q", r.stdout)
 	}
@@ -175,8 +181,8 @@ func TestProduceStreams(t *testing.T) {
 		t.Fatalf("produce after SIGINT: %v; stderr %s", err, stderr.String())
 	}
 	stdin.Close()
-	if len(rest) != 0 || stderr.Len() != 0 {
-		t.Errorf("after SIGINT: stdout %q, stderr %q", rest, stderr.String())
+	if len(rest) != 0 || stderr.String() != `folio produce: created topic "stream" in `+dir+" (1 partition, default settings): it did not exist\n" {
+		t.Errorf("after SIGINT: stdout %q, stderr %q; want nothing after the creation line", rest, stderr.String())
 	}
 	got := ok(t, "", "consume", "-dir", dir, "-topic", "stream", "-e")
 	if got != "event 1\nevent 2\nevent 3\nevent 4\nevent 5\n" {

@@ -3,8 +3,11 @@ package main
 import (
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/foliolog/folio/topic"
 )
 
 func TestTopicsLifecycle(t *testing.T) {
@@ -137,17 +140,102 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
+// TestHelp: help asked for, of the program, a family or a command, is the
+// usage on stderr with exit status 0, and nothing on stdout, where a
+// redirected command's data goes.
 func TestHelp(t *testing.T) {
-	out := ok(t, "", "help")
-	for _, c := range commands() {
-		if !strings.Contains(out, "  "+c.name+" ") {
-			t.Errorf("help does not list %s:\n%s", c.name, out)
+	help := func(args ...string) string {
+		t.Helper()
+		r := cli(t, "", args...)
+		if r.code != 0 || r.stdout != "" || !strings.HasPrefix(r.stderr, "usage: folio ") {
+			t.Errorf("folio %s: exit %d, stdout %q, stderr %q; want the usage on stderr and exit 0",
+				strings.Join(args, " "), r.code, r.stdout, r.stderr)
+		}
+		return r.stderr
+	}
+	for _, args := range [][]string{{"help"}, {"-h"}, {"-help"}, {"--help"}} {
+		out := help(args...)
+		for _, c := range commands() {
+			if !strings.Contains(out, "  "+c.name+" ") {
+				t.Errorf("folio %s does not list %s:\n%s", args[0], c.name, out)
+			}
 		}
 	}
-	out = ok(t, "", "consume", "-h")
-	for _, f := range []string{"-topic", "-offset", "-f", "-e", "-n", "-dir"} {
-		if !strings.Contains(out, "  "+f) {
-			t.Errorf("consume -h does not document %s:\n%s", f, out)
+	for _, args := range [][]string{{"topics", "-h"}, {"topics", "help"}, {"help", "topics"}, {"topics", "--help"}} {
+		out := help(args...)
+		for _, sub := range []string{"create", "delete", "list", "describe"} {
+			if !strings.Contains(out, "  topics "+sub+" ") {
+				t.Errorf("folio %s does not list topics %s:\n%s", strings.Join(args, " "), sub, out)
+			}
+		}
+	}
+	for _, args := range [][]string{{"consume", "-h"}, {"consume", "-help"}, {"help", "consume"}, {"consume", "-topic", "t", "-h"}} {
+		out := help(args...)
+		for _, f := range []string{"-topic", "-offset", "-f", "-e", "-n", "-dir"} {
+			if !strings.Contains(out, "  "+f) {
+				t.Errorf("folio %s does not document %s:\n%s", strings.Join(args, " "), f, out)
+			}
+		}
+	}
+	for _, args := range [][]string{
+		{"topics", "create", "-h"}, {"topics", "delete", "-h"}, {"topics", "list", "-h"}, {"topics", "describe", "-h"},
+		{"produce", "-h"}, {"dump", "-h"}, {"verify", "-h"}, {"groups", "-h"}, {"groups", "reset", "-h"},
+		{"help", "groups", "reset"},
+	} {
+		out := help(args...)
+		name := strings.Join(slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "-h" || a == "help" }), " ")
+		if !strings.HasPrefix(out, "usage: folio "+name+" ") && !strings.HasPrefix(out, "usage: folio "+name+"\n") {
+			t.Errorf("folio %s: help for another command:\n%s", strings.Join(args, " "), out)
+		}
+	}
+	if out := help("groups", "-h"); !strings.Contains(out, "groups reset") {
+		t.Errorf("groups -h does not point to groups reset:\n%s", out)
+	}
+}
+
+// TestSettingHelp: the help of topics create names the values each
+// setting takes, and every value it names is one the catalog accepts.
+func TestSettingHelp(t *testing.T) {
+	r := cli(t, "", "topics", "create", "-h")
+	for key, values := range map[string][]string{
+		topic.KeyFlush:         {"sync", "none", "interval:100ms", "every:1000"},
+		topic.KeyReadPath:      {"mmap", "sendfile"},
+		topic.KeyCleanup:       {"delete", "compact", "compact,delete"},
+		topic.KeyTimestampType: {"CreateTime", "LogAppendTime"},
+		topic.KeyCompression:   {"producer", "none", "gzip", "snappy", "lz4", "zstd"},
+		topic.KeyRetentionAge:  {"7d", "unlimited"},
+	} {
+		// The flag's help: the lines after "  -key" up to the next flag.
+		i := strings.Index(r.stderr, "  -"+key+" ")
+		if i < 0 {
+			t.Errorf("topics create -h has no -%s:\n%s", key, r.stderr)
+			continue
+		}
+		text := r.stderr[i+len("  -"+key+" "):]
+		if j := strings.Index(text, "\n  -"); j >= 0 {
+			text = text[:j]
+		}
+		for _, v := range values {
+			if !strings.Contains(text, v) {
+				t.Errorf("-%s help does not name %q: %s", key, v, text)
+			}
+			var cfg topic.Config
+			if err := cfg.Set(key, v); err != nil {
+				t.Errorf("-%s help names %q, which the catalog refuses: %v", key, v, err)
+			}
+		}
+		if !strings.Contains(text, "(default ") {
+			t.Errorf("-%s help gives no default: %s", key, text)
+		}
+	}
+	for k := range settingHelp {
+		if !slices.Contains(topic.Keys, k) {
+			t.Errorf("settingHelp documents %q, which is not a setting", k)
+		}
+	}
+	for _, k := range topic.Keys {
+		if k != topic.KeyPartitions && settingHelp[k] == "" {
+			t.Errorf("setting %s has no help", k)
 		}
 	}
 }
