@@ -42,12 +42,28 @@ const topicName = "orders"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	if err != nil {
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "flashsale:", err)
-		os.Exit(1)
 	}
+	os.Exit(exitCode(err))
+}
+
+// usageError is a command line that cannot run.
+type usageError struct{ error }
+
+// exitCode is 0 for success and for -h, 2 for a bad command line, 1 for
+// a run that failed.
+func exitCode(err error) int {
+	var u usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &u):
+		return 2
+	}
+	return 1
 }
 
 // config is the command line.
@@ -63,10 +79,13 @@ type config struct {
 	plain      bool
 }
 
-func parseConfig(args []string, out io.Writer) (config, error) {
+// parseConfig parses the command line. -h prints the flags on errOut and
+// returns flag.ErrHelp; every other error is a usageError of one line.
+func parseConfig(args []string, errOut io.Writer) (config, error) {
 	var c config
 	fl := flag.NewFlagSet("flashsale", flag.ContinueOnError)
-	fl.SetOutput(out)
+	fl.SetOutput(io.Discard)
+	fl.Usage = func() {} // the flag package calls it on errors too
 	fl.StringVar(&c.dir, "dir", "", "data directory (default: a temporary one, removed at the end)")
 	fl.IntVar(&c.orders, "orders", 100_000, "orders in the burst")
 	fl.IntVar(&c.partitions, "partitions", 4, "partitions of the topic when it is created")
@@ -76,29 +95,38 @@ func parseConfig(args []string, out io.Writer) (config, error) {
 	fl.DurationVar(&c.refresh, "refresh", 250*time.Millisecond, "how often the backlog picture is redrawn")
 	fl.StringVar(&c.flush, "flush", "sync", "the topic's flush policy when it is created: sync, none, interval:<d>, every:<n>")
 	fl.BoolVar(&c.plain, "plain", false, "print each picture below the last instead of redrawing it (the default when stdout is not a terminal)")
-	if err := fl.Parse(args); err != nil {
-		return c, err
-	}
+	err := fl.Parse(args)
 	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprintln(errOut, "usage: go run ./examples/flashsale [flags]\n\nA burst of orders, absorbed by a topic and drained by two slower services.\n\nFlags:")
+		fl.SetOutput(errOut)
+		fl.PrintDefaults()
+		return c, err
+	case err != nil:
+		return c, usageError{fmt.Errorf("%v (run with -h for the flags)", err)}
 	case fl.NArg() > 0:
-		return c, fmt.Errorf("unexpected argument %q", fl.Arg(0))
+		return c, usageError{fmt.Errorf("unexpected argument %q", fl.Arg(0))}
 	case c.orders < 1:
-		return c, fmt.Errorf("-orders %d: want at least 1", c.orders)
+		return c, usageError{fmt.Errorf("-orders %d: want at least 1", c.orders)}
 	case c.partitions < 1:
-		return c, fmt.Errorf("-partitions %d: want at least 1", c.partitions)
+		return c, usageError{fmt.Errorf("-partitions %d: want at least 1", c.partitions)}
 	case c.producers < 1:
-		return c, fmt.Errorf("-producers %d: want at least 1", c.producers)
+		return c, usageError{fmt.Errorf("-producers %d: want at least 1", c.producers)}
 	case c.payments <= 0 || c.shipping <= 0:
-		return c, fmt.Errorf("-payments and -shipping must be positive rates")
+		return c, usageError{fmt.Errorf("-payments and -shipping must be positive rates")}
 	case c.refresh <= 0:
-		return c, fmt.Errorf("-refresh %v: want a positive duration", c.refresh)
+		return c, usageError{fmt.Errorf("-refresh %v: want a positive duration", c.refresh)}
+	}
+	if err := (&folio.TopicConfig{}).Set("flush", c.flush); err != nil {
+		return c, usageError{fmt.Errorf("-flush: %w", err)}
 	}
 	return c, nil
 }
 
-// run is the program, with its arguments and output as parameters.
-func run(ctx context.Context, args []string, out io.Writer) (err error) {
-	c, err := parseConfig(args, out)
+// run is the program, with its arguments and output as parameters: the
+// pictures and the summary go to out, the help to errOut.
+func run(ctx context.Context, args []string, out, errOut io.Writer) (err error) {
+	c, err := parseConfig(args, errOut)
 	if err != nil {
 		return err
 	}

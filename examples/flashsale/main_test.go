@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"regexp"
 	"strconv"
 	"strings"
@@ -69,7 +70,7 @@ func TestFlashSale(t *testing.T) {
 
 func runFlashSale(t *testing.T, args []string, out *bytes.Buffer) error {
 	t.Helper()
-	return run(context.Background(), args, out)
+	return run(context.Background(), args, out, out)
 }
 
 func TestFlashSaleFlags(t *testing.T) {
@@ -83,10 +84,31 @@ func TestFlashSaleFlags(t *testing.T) {
 		{"-bogus"},
 		{"extra"},
 	} {
-		var out bytes.Buffer
-		if err := run(context.Background(), append(args, "-dir", t.TempDir()), &out); err == nil {
-			t.Errorf("flashsale %v: no error", args)
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), append(args, "-dir", t.TempDir()), &out, &errOut)
+		if code := exitCode(err); code != 2 {
+			t.Errorf("flashsale %v: %v, exit status %d; want a usage error, 2", args, err, code)
 		}
+		if out.Len() != 0 || errOut.Len() != 0 || err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("flashsale %v: printed %q and %q, error %q; want only a one-line error", args, out.String(), errOut.String(), err)
+		}
+	}
+}
+
+// TestFlashSaleHelp: -h prints the flags on stderr and exits 0.
+func TestFlashSaleHelp(t *testing.T) {
+	for _, h := range []string{"-h", "-help", "--help"} {
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), []string{h}, &out, &errOut)
+		if code := exitCode(err); code != 0 {
+			t.Errorf("flashsale %s: %v, exit status %d; want 0", h, err, code)
+		}
+		if out.Len() != 0 || !strings.HasPrefix(errOut.String(), "usage: ") || !strings.Contains(errOut.String(), "-orders") {
+			t.Errorf("flashsale %s: stdout %q, stderr %q; want the flags on stderr", h, out.String(), errOut.String())
+		}
+	}
+	if exitCode(nil) != 0 || exitCode(errors.New("disk on fire")) != 1 {
+		t.Error("exitCode: success is not 0 or a failure not 1")
 	}
 }
 
@@ -98,7 +120,7 @@ func TestFlashSaleInterrupted(t *testing.T) {
 	out := &lockedBuffer{}
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"-dir", t.TempDir(), "-orders", "5000", "-payments", "100", "-shipping", "100", "-refresh", "20ms"}, out)
+		done <- run(ctx, []string{"-dir", t.TempDir(), "-orders", "5000", "-payments", "100", "-shipping", "100", "-refresh", "20ms"}, out, out)
 	}()
 	// Interrupt once the first picture is out: the services, at 100
 	// orders/s, are then far from done.

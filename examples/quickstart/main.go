@@ -30,24 +30,43 @@ import (
 const topicName = "orders"
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout); err != nil {
+	err := run(os.Args[1:], os.Stdout, os.Stderr)
+	var u usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+	case errors.As(err, &u):
+		fmt.Fprintln(os.Stderr, "quickstart:", err)
+		os.Exit(2)
+	default:
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		os.Exit(1)
 	}
 }
 
+// usageError is a command line that cannot run (exit status 2).
+type usageError struct{ error }
+
 // run is the program, with its arguments and output as parameters so that
-// it reads as a unit.
-func run(args []string, out io.Writer) error {
+// it reads as a unit. -h prints the flags on errOut.
+func run(args []string, out, errOut io.Writer) error {
 	fl := flag.NewFlagSet("quickstart", flag.ContinueOnError)
+	fl.SetOutput(io.Discard)
+	fl.Usage = func() {} // the flag package calls it on errors too; -h is below
 	dir := fl.String("dir", "./folio-data", "data directory")
 	n := fl.Int("n", 100_000, "records to produce and consume")
 	partitions := fl.Int("partitions", 4, "partitions of the topic when it is created")
-	if err := fl.Parse(args); err != nil {
+	switch err := fl.Parse(args); {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprintln(errOut, "usage: go run ./examples/quickstart [flags]\n\nFlags:")
+		fl.SetOutput(errOut)
+		fl.PrintDefaults()
 		return err
-	}
-	if *n < 0 || *partitions < 1 {
-		return fmt.Errorf("-n must be >= 0 and -partitions >= 1")
+	case err != nil:
+		return usageError{fmt.Errorf("%v (run with -h for the flags)", err)}
+	case fl.NArg() > 0:
+		return usageError{fmt.Errorf("unexpected argument %q", fl.Arg(0))}
+	case *n < 0 || *partitions < 1:
+		return usageError{fmt.Errorf("-n must be >= 0 and -partitions >= 1")}
 	}
 
 	b, err := folio.Open(*dir, nil)

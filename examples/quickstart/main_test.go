@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +22,20 @@ func TestQuickstartTwice(t *testing.T) {
 	build := exec.Command(gobin, "build", "-o", bin, ".")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	// -h: the flags on stderr, exit status 0; a bad flag: one line, 2.
+	help := exec.Command(bin, "-h")
+	var hout, herr strings.Builder
+	help.Stdout, help.Stderr = &hout, &herr
+	if err := help.Run(); err != nil || hout.Len() != 0 || !strings.Contains(herr.String(), "-dir") {
+		t.Errorf("quickstart -h: %v, stdout %q, stderr %q", err, hout.String(), herr.String())
+	}
+	bad := exec.Command(bin, "-bogus")
+	var bout, berr strings.Builder
+	bad.Stdout, bad.Stderr = &bout, &berr
+	var ee *exec.ExitError
+	if err := bad.Run(); !errors.As(err, &ee) || ee.ExitCode() != 2 || bout.Len() != 0 || strings.Count(berr.String(), "\n") != 1 {
+		t.Errorf("quickstart -bogus: %v, stdout %q, stderr %q; want exit status 2 and one line on stderr", err, bout.String(), berr.String())
 	}
 	dir := filepath.Join(tmp, "data")
 	var ends []string
@@ -52,13 +68,22 @@ func TestQuickstartTwice(t *testing.T) {
 	}
 }
 
-// TestQuickstartFlags checks the refusal of bad flags without building.
+// TestQuickstartFlags checks the refusal of bad flags and the help,
+// without building.
 func TestQuickstartFlags(t *testing.T) {
-	var sb strings.Builder
-	if err := run([]string{"-n", "-1", "-dir", t.TempDir()}, &sb); err == nil {
-		t.Fatal("a negative -n was accepted")
+	for _, args := range [][]string{{"-n", "-1", "-dir", t.TempDir()}, {"-bogus"}, {"-n", "many"}, {"extra"}} {
+		var out, errOut strings.Builder
+		err := run(args, &out, &errOut)
+		var u usageError
+		if !errors.As(err, &u) || strings.Contains(err.Error(), "\n") || out.Len() != 0 || errOut.Len() != 0 {
+			t.Errorf("quickstart %v: %v, stdout %q, stderr %q; want a one-line usage error alone", args, err, out.String(), errOut.String())
+		}
 	}
-	if err := run([]string{"-bogus"}, &sb); err == nil {
-		t.Fatal("an unknown flag was accepted")
+	for _, h := range []string{"-h", "-help"} {
+		var out, errOut strings.Builder
+		err := run([]string{h}, &out, &errOut)
+		if !errors.Is(err, flag.ErrHelp) || out.Len() != 0 || !strings.Contains(errOut.String(), "-partitions") {
+			t.Errorf("quickstart %s: %v, stdout %q, stderr %q; want the flags on stderr", h, err, out.String(), errOut.String())
+		}
 	}
 }
