@@ -6,9 +6,9 @@ import (
 	"hash/crc32"
 	"math/rand/v2"
 
-	"github.com/foliolog/folio/vfs"
 	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/segment"
+	"github.com/foliolog/folio/vfs"
 )
 
 // span is one batch's place in a segment file.

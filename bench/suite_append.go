@@ -10,9 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/foliolog/folio/vfs"
 	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/record"
+	"github.com/foliolog/folio/vfs"
 )
 
 // appendPlan is the matrix of the append suite.

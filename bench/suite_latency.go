@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/log"
+	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/record"
 )
 

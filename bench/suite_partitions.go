@@ -11,10 +11,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/foliolog/folio/readpath"
-	"github.com/foliolog/folio/vfs"
 	"github.com/foliolog/folio/log"
+	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/record"
+	"github.com/foliolog/folio/vfs"
 )
 
 // partitionsPlan is the matrix of the partitions suite.

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/foliolog/folio/vfs"
 	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/segment"
+	"github.com/foliolog/folio/vfs"
 )
 
 // recoveryPlan is the log the recovery suite reopens.

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/foliolog/folio/vfs"
 	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/record"
+	"github.com/foliolog/folio/vfs"
 )
 
 func TestBuildBatch(t *testing.T) {
