@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -63,10 +64,12 @@ func defaultRuns(mode string) int {
 	return 5
 }
 
-// parseFlags parses args (without the program name). Usage goes to w.
+// parseFlags parses args (without the program name). -h prints the usage
+// on w and returns flag.ErrHelp; any other error is returned alone, to be
+// printed on one line.
 func parseFlags(args []string, w io.Writer) (*config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(w)
+	fs.SetOutput(io.Discard)
 	quick := fs.Bool("quick", false, "run every suite once at small sizes (under 30 s)")
 	full := fs.Bool("full", false, "run the whole matrix (long: about 1.5 hours on 2 cores)")
 	suites := fs.String("suite", "", "comma-separated suites to run: "+strings.Join(allSuites, ", ")+" (default all)")
@@ -75,14 +78,17 @@ func parseFlags(args []string, w io.Writer) (*config, error) {
 	jsonPath := fs.String("json", "", "write every figure, with all runs, to this JSON `file`")
 	svgPath := fs.String("svg", "", "write the mmap-versus-sendfile chart to this SVG `file` (needs read-paths)")
 	dir := fs.String("dir", "", "data `directory` (default: a temporary directory, removed after)")
-	fs.Usage = func() {
-		fmt.Fprintf(w, "Usage: go run ./bench [flags]\n\n"+
-			"Measures Folio's read paths, append, latency, recovery and partition scaling\n"+
-			"and prints Markdown tables. See bench/README.md.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
+	fs.Usage = func() {} // the flag package calls it on every error too
 	if err := fs.Parse(args); err != nil {
-		return nil, err
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(w, "Usage: go run ./bench [flags]\n\n"+
+				"Measures Folio's read paths, append, latency, recovery and partition scaling\n"+
+				"and prints Markdown tables. See bench/README.md.\n\nFlags:\n")
+			fs.SetOutput(w)
+			fs.PrintDefaults()
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %v (run with -h for the flags)", ErrUsage, err)
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("%w: unexpected argument %q", ErrUsage, fs.Arg(0))

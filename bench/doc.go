@@ -9,10 +9,13 @@
 //
 // Each suite builds its data in a fresh directory under -dir, runs every
 // configuration of its matrix several times (-runs), and reports each
-// figure as the median of the runs with their min and max. Every table
-// repeats the machine it ran on (CPU, cores, memory, Go version, kernel,
-// and the filesystem of the data directory, from statfs) and every row the
-// page-cache state its runs were verified to be in (mincore).
+// figure as the median of the runs with their min and max; a figure of a
+// single run, and one whose runs disagree by more than the noise of its
+// column, are marked. The report names the machine once (CPU, cores,
+// memory, Go version, kernel, and the filesystem of the data directory,
+// from statfs) and every row the page-cache state its runs were verified
+// to be in (mincore). When the read-paths suite ran, the report ends with
+// the answer to "mmap or sendfile?" computed from its figures.
 //
 // The read-paths suite compares Folio's two read paths on the same segment
 // file: in-process (mmap views against pread into a reused buffer) and to a

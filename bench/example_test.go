@@ -37,23 +37,23 @@ func Example_help() {
 	// exit code: 0
 }
 
-// renderMarkdown prints each table under the machine it ran on, with the
-// cache state of every row and each figure as median (min–max) of its runs.
+// renderTable prints a table with the cache state of every row and each
+// figure as median (min–max) of its runs; the machine is said once, at the
+// top of the report.
 func Example_markdownTable() {
 	t := &table{Suite: "demo", Title: "one row", Params: []string{"path"}, Columns: []column{{"throughput", "MB/s"}}}
 	if err := t.add([]string{"mmap view"}, "warm, 100% resident", [][]float64{{2000, 2100, 1900}}); err != nil {
 		panic(err)
 	}
-	m := machine{CPU: "Some CPU", Cores: 2, GOMAXPROCS: 2, GoVersion: "go1.26", Kernel: "Linux 6.1", Filesystem: "ext4"}
 	var b strings.Builder
-	renderTable(&b, t, m)
+	renderTable(&b, t)
 	os.Stdout.WriteString(b.String())
 	// Output:
 	// ## demo: one row
 	//
-	// Machine: Some CPU, 2 cores (GOMAXPROCS 2), go1.26, Linux 6.1, data dir on ext4.
-	//
 	// | path | cache | throughput (MB/s) |
 	// |---|---|---:|
 	// | mmap view | warm, 100% resident | 2000 (1900–2100) |
+	//
+	// Typical spread of a cell's runs (max − min over the median): throughput 10%.
 }

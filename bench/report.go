@@ -116,8 +116,68 @@ func writeJSON(path string, r *report) error {
 	return nil
 }
 
-// renderMarkdown prints every table with the machine line and the cache
-// state of each row, as the README promises.
+// Marks of cells that cannot carry a comparison on their own.
+const (
+	// markSingle follows a figure measured by one run: it shows no spread,
+	// so a difference from another cell may be noise.
+	markSingle = "¹"
+	// markUnsteady follows a figure whose runs disagree by more than the
+	// noise: see unsteady.
+	markUnsteady = " ⚠"
+)
+
+// The noise a figure's runs are judged against. On a shared machine
+// throughput moves between runs far more than CPU per byte, so the noise
+// of a figure is what the other cells of its column show: a cell is
+// unsteady when its runs spread more than unsteadyFactor times as wide as
+// theirs typically do, and by more than minUnsteady of its median (runs
+// closer than that agree well enough for any comparison these tables
+// make). A column with no other cell of two runs or more is judged against
+// fallbackUnsteady alone.
+const (
+	unsteadyFactor   = 2.0
+	minUnsteady      = 0.10
+	fallbackUnsteady = 0.25
+)
+
+// noise returns, for each cell of t (by row, then column), the typical
+// spread of the other cells of its column: the median of their spreads,
+// NaN if none has two runs.
+func noise(t *table) [][]float64 {
+	out := make([][]float64, len(t.Rows))
+	for i := range t.Rows {
+		out[i] = make([]float64, len(t.Columns))
+	}
+	for c := range t.Columns {
+		for i := range t.Rows {
+			var others []float64
+			for j, r := range t.Rows {
+				if sp := r.Figures[c].Stats.spread(); j != i && !math.IsNaN(sp) {
+					others = append(others, sp)
+				}
+			}
+			out[i][c] = median(others)
+		}
+	}
+	return out
+}
+
+// unsteady reports whether the runs of s disagree by more than the noise
+// of its column (see noise).
+func unsteady(s summary, noise float64) bool {
+	sp := s.spread()
+	switch {
+	case math.IsNaN(sp) || sp <= minUnsteady:
+		return false
+	case math.IsNaN(noise):
+		return sp > fallbackUnsteady
+	}
+	return sp > unsteadyFactor*noise
+}
+
+// renderMarkdown prints the machine once, then every table with the cache
+// state of each row, then the answer to "mmap or sendfile?" when the
+// read-paths suite ran.
 func renderMarkdown(w io.Writer, r *report) error {
 	var b strings.Builder
 	scale := ""
@@ -126,18 +186,40 @@ func renderMarkdown(w io.Writer, r *report) error {
 	}
 	fmt.Fprintf(&b, "# Folio benchmarks (%s mode%s)\n\n", r.Mode, scale)
 	fmt.Fprintf(&b, "Machine: %s.\n", r.Machine.line())
-	fmt.Fprintf(&b, "Started %s, took %s. Every cell is the median of %d runs, with (min–max) when runs > 1.\n\n",
-		r.Started.UTC().Format(time.RFC3339), r.Elapsed, r.Runs)
-	for _, t := range r.Tables {
-		renderTable(&b, t, r.Machine)
+	fmt.Fprintf(&b, "Started %s, took %s. ", r.Started.UTC().Format(time.RFC3339), r.Elapsed)
+	if r.Runs <= 1 {
+		fmt.Fprintf(&b, "Every cell is a single run (marked %s): it shows no spread, so a difference between two cells may be noise. The default mode runs each cell %d times.\n\n", markSingle, defaultRuns(modeDefault))
+	} else {
+		fmt.Fprintf(&b, "Every cell is the median of %d runs with their (min–max). %s marks a cell whose runs spread more than %g× as wide as the other cells of its column typically do and by more than %.0f%% of its median: read a difference it shows as noise.\n\n",
+			r.Runs, strings.TrimSpace(markUnsteady), unsteadyFactor, 100*minUnsteady)
+		if anySingleRun(r) {
+			fmt.Fprintf(&b, "%s marks a figure only one run produced: it shows no spread.\n\n", markSingle)
+		}
 	}
+	for _, t := range r.Tables {
+		renderTable(&b, t)
+	}
+	renderVerdict(&b, r)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-func renderTable(b *strings.Builder, t *table, m machine) {
+// anySingleRun reports whether some figure of r has exactly one run.
+func anySingleRun(r *report) bool {
+	for _, t := range r.Tables {
+		for _, row := range t.Rows {
+			for _, f := range row.Figures {
+				if f.Stats.valid() == 1 {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func renderTable(b *strings.Builder, t *table) {
 	fmt.Fprintf(b, "## %s: %s\n\n", t.Suite, t.Title)
-	fmt.Fprintf(b, "Machine: %s.\n\n", m.line())
 	b.WriteString("|")
 	for _, p := range t.Params {
 		b.WriteString(" " + escapeCell(p) + " |")
@@ -159,16 +241,20 @@ func renderTable(b *strings.Builder, t *table, m machine) {
 		b.WriteString("---:|")
 	}
 	b.WriteString("\n")
-	for _, r := range t.Rows {
+	nz := noise(t)
+	for i, r := range t.Rows {
 		b.WriteString("|")
 		for _, p := range r.Params {
 			b.WriteString(" " + escapeCell(p.Value) + " |")
 		}
 		b.WriteString(" " + escapeCell(r.Cache) + " |")
-		for _, f := range r.Figures {
-			b.WriteString(" " + formatFigure(f.Stats) + " |")
+		for c, f := range r.Figures {
+			b.WriteString(" " + formatFigure(f.Stats, nz[i][c]) + " |")
 		}
 		b.WriteString("\n")
+	}
+	if n := typicalSpreads(t); n != "" {
+		b.WriteString("\nTypical spread of a cell's runs (max − min over the median): " + n + ".\n")
 	}
 	if len(t.Notes) > 0 {
 		b.WriteString("\n")
@@ -179,6 +265,24 @@ func renderTable(b *strings.Builder, t *table, m machine) {
 	b.WriteString("\n")
 }
 
+// typicalSpreads names each column's median spread, the noise its cells
+// are judged against; "" when no cell had two runs.
+func typicalSpreads(t *table) string {
+	var parts []string
+	for c, col := range t.Columns {
+		var sp []float64
+		for _, r := range t.Rows {
+			if v := r.Figures[c].Stats.spread(); !math.IsNaN(v) {
+				sp = append(sp, v)
+			}
+		}
+		if len(sp) > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.0f%%", col.Name, 100*median(sp)))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
 // escapeCell keeps a value from breaking the table: a pipe would start a
 // new cell and a newline a new row.
 func escapeCell(s string) string {
@@ -186,22 +290,23 @@ func escapeCell(s string) string {
 	return strings.ReplaceAll(s, "\n", " ")
 }
 
-// formatFigure prints "median (min–max)", or just the median for a single
-// run, or "n/a" when no run produced the figure.
-func formatFigure(s summary) string {
-	if math.IsNaN(s.Median) {
+// formatFigure prints "median (min–max)", marked unsteady when the runs
+// disagree by more than noise (see unsteady); a single run's value marked
+// as one; "n/a" when no run produced the figure.
+func formatFigure(s summary, noise float64) string {
+	switch {
+	case math.IsNaN(s.Median):
 		return "n/a"
-	}
-	n := 0
-	for _, v := range s.Runs {
-		if !math.IsNaN(v) {
-			n++
-		}
-	}
-	if n <= 1 || s.Min == s.Max {
+	case s.valid() <= 1:
+		return formatNumber(s.Median) + markSingle
+	case s.Min == s.Max:
 		return formatNumber(s.Median)
 	}
-	return fmt.Sprintf("%s (%s–%s)", formatNumber(s.Median), formatNumber(s.Min), formatNumber(s.Max))
+	out := fmt.Sprintf("%s (%s–%s)", formatNumber(s.Median), formatNumber(s.Min), formatNumber(s.Max))
+	if unsteady(s, noise) {
+		out += markUnsteady
+	}
+	return out
 }
 
 // formatNumber keeps about three significant digits: the runs rarely agree

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -43,17 +44,26 @@ func TestRenderMarkdown(t *testing.T) {
 		"# Folio benchmarks (quick mode)\n",
 		"## demo: a | tricky title\n",
 		"Machine: Test CPU, 2 cores (GOMAXPROCS 2), 4.0 GiB RAM, go1.26, Linux 6.1, data dir on ext4.",
+		"Every cell is the median of 3 runs",
 		"| path | size | cache | throughput (MB/s) | faults |\n",
 		"|---|---|---|---:|---:|\n",
-		"| mmap | 1 KiB | warm, 100% resident | 200 (100–300) | 0 |\n",
-		// A pipe inside a cell is escaped, a single run has no range, and a
-		// figure no run produced reads n/a.
-		"| pi\\|pe | 1 MiB | cold, 0% resident | 1.50 | n/a |\n",
+		// With no other cell of two runs to compare with, a spread of 100%
+		// is past the fallback noise.
+		"| mmap | 1 KiB | warm, 100% resident | 200 (100–300) ⚠ | 0 |\n",
+		// A pipe inside a cell is escaped, a single run is marked as one,
+		// and a figure no run produced reads n/a.
+		"| pi\\|pe | 1 MiB | cold, 0% resident | 1.50¹ | n/a |\n",
+		"¹ marks a figure only one run produced",
+		"Typical spread of a cell's runs (max − min over the median): throughput 100%.",
 		"- a note\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("markdown lacks %q; got:\n%s", want, out)
 		}
+	}
+	// The machine is said once, at the top, not before every table.
+	if n := strings.Count(out, "Machine: "); n != 1 {
+		t.Errorf("the machine line appears %d times:\n%s", n, out)
 	}
 	// Every table row has as many cells as its header.
 	for _, line := range strings.Split(out, "\n") {
@@ -63,6 +73,68 @@ func TestRenderMarkdown(t *testing.T) {
 				t.Errorf("row %q has %d cells, want 5", line, cells)
 			}
 		}
+	}
+	// No verdict without read-paths tables.
+	if strings.Contains(out, "Verdict") {
+		t.Errorf("a verdict without read-paths figures:\n%s", out)
+	}
+}
+
+// TestRenderMarkdownSingleRuns: a report of single runs says so once at
+// the top and marks every cell, and never speaks of "the median of 1
+// runs".
+func TestRenderMarkdownSingleRuns(t *testing.T) {
+	r := testReport()
+	r.Runs = 1
+	r.Tables[0].Rows = r.Tables[0].Rows[1:] // the single-run row
+	var buf bytes.Buffer
+	if err := renderMarkdown(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if strings.Contains(out, "median of 1") || !strings.Contains(out, "Every cell is a single run (marked ¹)") {
+		t.Errorf("single runs not said as such:\n%s", out)
+	}
+	if strings.Contains(out, "Typical spread") {
+		t.Errorf("a spread claimed without two runs:\n%s", out)
+	}
+}
+
+// TestUnsteady: a cell is marked when its runs spread wider than the
+// other cells of its column usually do, not merely because it has a
+// range.
+func TestUnsteady(t *testing.T) {
+	tb := &table{Params: []string{"case"}, Columns: []column{{"throughput", "MB/s"}}}
+	for i, runs := range [][]float64{
+		{100, 105, 110}, {200, 210, 220}, {300, 310, 330}, // spreads 10%, 10%, 10%
+		{1000, 2000, 3000}, // 100%: an outlier
+		{500, 520, 560},    // 12%: within twice the others
+		{7},                // one run: no spread
+	} {
+		if err := tb.add([]string{strconv.Itoa(i)}, "", [][]float64{runs}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nz := noise(tb)
+	var marked []int
+	for i, r := range tb.Rows {
+		if unsteady(r.Figures[0].Stats, nz[i][0]) {
+			marked = append(marked, i)
+		}
+	}
+	if len(marked) != 1 || marked[0] != 3 {
+		t.Errorf("unsteady cells %v, want only the outlier, 3", marked)
+	}
+	if got := formatFigure(tb.Rows[3].Figures[0].Stats, nz[3][0]); got != "2000 (1000–3000) ⚠" {
+		t.Errorf("outlier cell %q", got)
+	}
+	if got := formatFigure(tb.Rows[5].Figures[0].Stats, nz[5][0]); got != "7.00¹" {
+		t.Errorf("single-run cell %q", got)
+	}
+	// Runs within minUnsteady of the median are never unsteady, however
+	// steady the rest of the column.
+	if unsteady(summarize([]float64{100, 105}), 0.001) {
+		t.Error("a 5% spread was called unsteady")
 	}
 }
 

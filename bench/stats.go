@@ -77,3 +77,29 @@ func perSecond(n int64, d time.Duration) float64 {
 	}
 	return float64(n) / d.Seconds()
 }
+
+// valid is how many runs produced the figure.
+func (s summary) valid() int {
+	n := 0
+	for _, v := range s.Runs {
+		if !math.IsNaN(v) {
+			n++
+		}
+	}
+	return n
+}
+
+// spread is how far the runs disagree, relative to their median:
+// (max − min) / |median|. It is NaN with fewer than two runs, where
+// nothing can be said, and for a zero median.
+func (s summary) spread() float64 {
+	if s.valid() < 2 || s.Median == 0 || math.IsNaN(s.Median) {
+		return math.NaN()
+	}
+	return (s.Max - s.Min) / math.Abs(s.Median)
+}
+
+// median returns the median of vals, NaN for none; vals is not changed.
+func median(vals []float64) float64 {
+	return summarize(vals).Median
+}
