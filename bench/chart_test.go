@@ -1,8 +1,11 @@
 package main
 
 import (
+	"math"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -47,12 +50,16 @@ func TestChartData(t *testing.T) {
 			t.Fatalf("%s: %d points, want the 3 warm single-consumer rows", s.Label, len(s.Points))
 		}
 		for _, p := range s.Points {
-			if p.Med > 3000 || p.Min != p.Med-1 || p.Max != p.Med+1 {
+			th := p.Throughput
+			if th.Median > 3000 || th.Min != th.Median-1 || th.Max != th.Median+1 {
 				t.Fatalf("%s: point %+v is not a warm single-consumer median with its range", s.Label, p)
+			}
+			if p.CPU.Median != 1 {
+				t.Fatalf("%s: point %+v lost its CPU per byte", s.Label, p)
 			}
 		}
 	}
-	if series[0].Points[2].Record != 16<<10 || series[0].Points[2].Med != 3000 {
+	if series[0].Points[2].Record != 16<<10 || series[0].Points[2].Throughput.Median != 3000 {
 		t.Fatalf("16 KiB point: %+v", series[0].Points[2])
 	}
 	if !strings.Contains(caption, "1 consumer") || !strings.Contains(caption, "1 MiB fetches") {
@@ -73,9 +80,31 @@ func TestWriteChart(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(b)
-	for _, want := range []string{"<svg", "TCP sendfile", "in-process mmap view", "16 KiB"} {
+	for _, want := range []string{"<svg", "TCP sendfile", "in-process mmap view", "16 KiB", "CPU per byte", "throughput"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("SVG lacks %q", want)
 		}
+	}
+	// Every text names a generic family to fall back on.
+	if n, m := strings.Count(s, "font-family:"), strings.Count(s, chartFontFamily); n == 0 || n != m {
+		t.Errorf("%d of %d font-family declarations have the fallbacks %q", m, n, chartFontFamily)
+	}
+	// Legend entries are drawn apart: consecutive baselines at least the
+	// font size from each other.
+	var ys []float64
+	for _, label := range []string{"in-process mmap view", "TCP sendfile"} {
+		m := regexp.MustCompile(`<text x="[^"]*" y="([^"]*)"[^>]*\n?[^>]*>` + regexp.QuoteMeta(label) + `</text>`).FindStringSubmatch(s)
+		if m == nil {
+			t.Fatalf("no legend text %q", label)
+		}
+		y, _ := strconv.ParseFloat(m[1], 64)
+		ys = append(ys, y)
+	}
+	if d := math.Abs(ys[0] - ys[1]); d < 12 {
+		t.Errorf("legend entries %.1f points apart, under the 12-point text's height", d)
+	}
+	// The x axis reaches past the last tick, so its label is not cut.
+	if !regexp.MustCompile(`>16 KiB</text>`).MatchString(s) {
+		t.Errorf("the 16 KiB tick label is missing or cut")
 	}
 }
