@@ -146,7 +146,7 @@ func TestCorruptIndexAndMetadata(t *testing.T) {
 	if err := os.WriteFile(idx, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := fails(t, 1, []string{"1 problems", idx, "entry 1"}, "", "verify", "-dir", dir)
+	r := fails(t, 1, []string{"1 problem in", idx, "entry 1"}, "", "verify", "-dir", dir)
 	if !strings.Contains(r.stdout, fmt.Sprintf("PROBLEM %s: entry 1 (position 8): ", idx)) || !strings.Contains(r.stdout, fmt.Sprintf("position %d) is not the start of a batch", pos+7)) {
 		t.Errorf("verify output:\n%s", r.stdout)
 	}

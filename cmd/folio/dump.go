@@ -72,7 +72,7 @@ func runDump(e env, args []string) (err error) {
 		}
 	}
 	if dm.problems > 0 {
-		return fmt.Errorf("%w: %d problems (marked !); first: %s", ErrCorrupt, dm.problems, dm.first)
+		return fmt.Errorf("%w: %s (marked !); first: %s", ErrCorrupt, plural(dm.problems, "problem"), dm.first)
 	}
 	return nil
 }

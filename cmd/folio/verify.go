@@ -37,7 +37,7 @@ func runVerify(e env, args []string) (err error) {
 	fmt.Fprintf(w, "checked %d topics, %d partitions, %d segments, %d batches, %d records, %d index entries: %d problems, %d notes\n",
 		v.topics, v.partitions, v.segments, v.batches, v.records, v.entries, v.problems, v.notes)
 	if v.problems > 0 {
-		return fmt.Errorf("%w: %d problems in %s; first: %s", ErrCorrupt, v.problems, *dir, v.first)
+		return fmt.Errorf("%w: %s in %s; first: %s", ErrCorrupt, plural(v.problems, "problem"), *dir, v.first)
 	}
 	return nil
 }
