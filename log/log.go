@@ -9,8 +9,8 @@ import (
 
 	"github.com/google/btree"
 
-	"github.com/foliolog/folio/vfs"
 	"github.com/foliolog/folio/segment"
+	"github.com/foliolog/folio/vfs"
 )
 
 // State is what the data directory's owner checkpoints for one log (in one
