@@ -51,7 +51,7 @@
 // MinCleanableDirtyRatio; records younger than MinCompactionLag and the
 // active segment are never touched. Records without a key are refused
 // (ErrInvalidBatch). Compacted records keep their offsets, so a consumer
-// sees gaps, never an error. Broker.Log(topic, p).Compact(ctx) cleans one
+// sees gaps, never an error. Broker.Compact(ctx, topic, p) cleans one
 // partition now. __consumer_offsets is a compacted topic: a group's
 // superseded commits go away.
 //

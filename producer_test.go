@@ -22,7 +22,7 @@ import (
 // rawBatches returns copies of every batch a partition holds.
 func rawBatches(t testing.TB, b *Broker, topicName string, partition int32) []record.Batch {
 	t.Helper()
-	l, err := b.Log(topicName, partition)
+	l, err := partLog(b, topicName, partition)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func TestProduceUnknownOutcome(t *testing.T) {
 	if _, _, err := p.Produce(done, &Record{Topic: "t", Value: []byte("no")}); !errors.Is(err, context.Canceled) || errors.Is(err, ErrUnknownOutcome) {
 		t.Fatalf("Produce with an ended ctx: %v, want context.Canceled only", err)
 	}
-	if l, _ := b.Log("t", 0); l.LogEndOffset() != 1 {
+	if l, _ := partLog(b, "t", 0); l.LogEndOffset() != 1 {
 		t.Fatalf("log end %d: the record of the ended ctx was written", l.LogEndOffset())
 	}
 }
@@ -304,7 +304,7 @@ func TestProduceBlocksOnMemoryCap(t *testing.T) {
 	if acked.Load() != int64(fit) {
 		t.Fatalf("%d of %d buffered records acknowledged", acked.Load(), fit)
 	}
-	l, _ := b.Log("t", 0)
+	l, _ := partLog(b, "t", 0)
 	if end := l.LogEndOffset(); end != int64(fit)+1 {
 		t.Fatalf("log end %d, want %d (the timed-out record must not be written)", end, fit+1)
 	}
@@ -323,7 +323,7 @@ func TestMessageTooLarge(t *testing.T) {
 	if !errors.Is(asyncErr, ErrMessageTooLarge) {
 		t.Fatalf("async: %v, want ErrMessageTooLarge", asyncErr)
 	}
-	l, _ := b.Log("t", 0)
+	l, _ := partLog(b, "t", 0)
 	if l.LogEndOffset() != 0 {
 		t.Fatalf("a refused record was written: log end %d", l.LogEndOffset())
 	}
@@ -356,7 +356,7 @@ func TestMessageTooLarge(t *testing.T) {
 	bld, _ := record.NewBuilder(nil)
 	_ = bld.Append(record.Record{Value: make([]byte, 2000)})
 	big, _ := bld.Build(nil)
-	if _, err := b.AppendBatch("t", 0, big); !errors.Is(err, ErrMessageTooLarge) {
+	if _, err := b.AppendBatch(context.Background(), "t", 0, big); !errors.Is(err, ErrMessageTooLarge) {
 		t.Fatalf("AppendBatch of a large batch: %v", err)
 	}
 }
@@ -397,8 +397,8 @@ func TestCompression(t *testing.T) {
 	_ = bld.AppendAt(0, record.Record{Key: []byte("a"), Value: []byte("1"), Timestamp: 1000})
 	_ = bld.AppendAt(3, record.Record{Key: []byte("b"), Value: []byte("2"), Timestamp: 2000})
 	raw, _ := bld.Build(nil)
-	res, err := b.AppendBatch("zs", 0, raw)
-	if err != nil || res.FirstOffset != 0 || res.LastOffset != 3 {
+	res, err := b.AppendBatch(context.Background(), "zs", 0, raw)
+	if err != nil || res.BaseOffset != 0 || res.LastOffset != 3 {
 		t.Fatalf("AppendBatch: %+v, %v", res, err)
 	}
 	stored := rawBatches(t, b, "zs", 0)
@@ -438,8 +438,8 @@ func TestIdempotentAppendBatch(t *testing.T) {
 	createTopicT(t, b, "t", TopicConfig{Flush: FlushNone})
 	var offs []AppendResult
 	for i := range 7 {
-		res, err := b.AppendBatch("t", 0, idemBatch(t, 500, 0, int32(i*3), 3))
-		if err != nil || res.Duplicate || res.FirstOffset != int64(i*3) || res.LastOffset != int64(i*3+2) {
+		res, err := b.AppendBatch(context.Background(), "t", 0, idemBatch(t, 500, 0, int32(i*3), 3))
+		if err != nil || res.Duplicate || res.BaseOffset != int64(i*3) || res.LastOffset != int64(i*3+2) {
 			t.Fatalf("batch %d: %+v, %v", i, res, err)
 		}
 		offs = append(offs, res)
@@ -447,24 +447,24 @@ func TestIdempotentAppendBatch(t *testing.T) {
 	// A retry of any of the last 5 batches returns its original offsets and
 	// writes nothing.
 	for i := 2; i < 7; i++ {
-		res, err := b.AppendBatch("t", 0, idemBatch(t, 500, 0, int32(i*3), 3))
-		if err != nil || !res.Duplicate || res.FirstOffset != offs[i].FirstOffset || res.LastOffset != offs[i].LastOffset {
+		res, err := b.AppendBatch(context.Background(), "t", 0, idemBatch(t, 500, 0, int32(i*3), 3))
+		if err != nil || !res.Duplicate || res.BaseOffset != offs[i].BaseOffset || res.LastOffset != offs[i].LastOffset {
 			t.Fatalf("retry of batch %d: %+v, %v; want duplicate of %+v", i, res, err, offs[i])
 		}
 	}
-	if _, err := b.AppendBatch("t", 0, idemBatch(t, 500, 0, 0, 3)); !errors.Is(err, ErrDuplicateSequence) {
+	if _, err := b.AppendBatch(context.Background(), "t", 0, idemBatch(t, 500, 0, 0, 3)); !errors.Is(err, ErrDuplicateSequence) {
 		t.Fatalf("retry of a forgotten batch: %v, want ErrDuplicateSequence", err)
 	}
-	if _, err := b.AppendBatch("t", 0, idemBatch(t, 500, 0, 25, 1)); !errors.Is(err, ErrOutOfOrderSequence) {
+	if _, err := b.AppendBatch(context.Background(), "t", 0, idemBatch(t, 500, 0, 25, 1)); !errors.Is(err, ErrOutOfOrderSequence) {
 		t.Fatalf("sequence gap: %v, want ErrOutOfOrderSequence", err)
 	}
-	if _, err := b.AppendBatch("t", 0, idemBatch(t, 500, 1, 0, 1)); err != nil {
+	if _, err := b.AppendBatch(context.Background(), "t", 0, idemBatch(t, 500, 1, 0, 1)); err != nil {
 		t.Fatalf("new epoch from 0: %v", err)
 	}
-	if _, err := b.AppendBatch("t", 0, idemBatch(t, 500, 0, 21, 1)); !errors.Is(err, ErrProducerFenced) {
+	if _, err := b.AppendBatch(context.Background(), "t", 0, idemBatch(t, 500, 0, 21, 1)); !errors.Is(err, ErrProducerFenced) {
 		t.Fatalf("old epoch: %v, want ErrProducerFenced", err)
 	}
-	l, _ := b.Log("t", 0)
+	l, _ := partLog(b, "t", 0)
 	if l.LogEndOffset() != 22 {
 		t.Fatalf("log end %d, want 22: refused and duplicate batches must write nothing", l.LogEndOffset())
 	}
@@ -473,12 +473,12 @@ func TestIdempotentAppendBatch(t *testing.T) {
 	bld.Control = true
 	_ = bld.Append(record.Record{Key: []byte{0, 0, 0, 0}, Value: []byte{0, 0, 0, 0, 0, 0}})
 	ctl, _ := bld.Build(nil)
-	if _, err := b.AppendBatch("t", 0, ctl); !errors.Is(err, ErrInvalidBatch) {
+	if _, err := b.AppendBatch(context.Background(), "t", 0, ctl); !errors.Is(err, ErrInvalidBatch) {
 		t.Fatalf("control batch: %v, want ErrInvalidBatch", err)
 	}
 	garbage := idemBatch(t, 1, 0, 0, 1)
 	garbage[len(garbage)-1] ^= 0xff
-	if _, err := b.AppendBatch("t", 0, garbage); !errors.Is(err, ErrInvalidBatch) {
+	if _, err := b.AppendBatch(context.Background(), "t", 0, garbage); !errors.Is(err, ErrInvalidBatch) {
 		t.Fatalf("bad CRC: %v, want ErrInvalidBatch", err)
 	}
 }
@@ -498,7 +498,7 @@ func TestProducerStateRebuiltOnRestart(t *testing.T) {
 			createTopicT(t, b, "t", TopicConfig{Flush: FlushSync})
 			var last AppendResult
 			for i := range 4 {
-				if last, err = b.AppendBatch("t", 0, idemBatch(t, 9, 2, int32(i*2), 2)); err != nil {
+				if last, err = b.AppendBatch(context.Background(), "t", 0, idemBatch(t, 9, 2, int32(i*2), 2)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -513,14 +513,14 @@ func TestProducerStateRebuiltOnRestart(t *testing.T) {
 				}
 			}
 			b = openT(t, dir, faultOpts(fs))
-			res, err := b.AppendBatch("t", 0, idemBatch(t, 9, 2, 6, 2))
-			if err != nil || !res.Duplicate || res.FirstOffset != last.FirstOffset || res.LastOffset != last.LastOffset {
+			res, err := b.AppendBatch(context.Background(), "t", 0, idemBatch(t, 9, 2, 6, 2))
+			if err != nil || !res.Duplicate || res.BaseOffset != last.BaseOffset || res.LastOffset != last.LastOffset {
 				t.Fatalf("retry after restart: %+v, %v; want duplicate of %+v", res, err, last)
 			}
-			if _, err := b.AppendBatch("t", 0, idemBatch(t, 9, 2, 9, 1)); !errors.Is(err, ErrOutOfOrderSequence) {
+			if _, err := b.AppendBatch(context.Background(), "t", 0, idemBatch(t, 9, 2, 9, 1)); !errors.Is(err, ErrOutOfOrderSequence) {
 				t.Fatalf("gap after restart: %v", err)
 			}
-			if res, err := b.AppendBatch("t", 0, idemBatch(t, 9, 2, 8, 1)); err != nil || res.FirstOffset != 8 {
+			if res, err := b.AppendBatch(context.Background(), "t", 0, idemBatch(t, 9, 2, 8, 1)); err != nil || res.BaseOffset != 8 {
 				t.Fatalf("next batch after restart: %+v, %v", res, err)
 			}
 			// A second restart replays the batch after the snapshot too.
@@ -528,7 +528,7 @@ func TestProducerStateRebuiltOnRestart(t *testing.T) {
 				t.Fatal(err)
 			}
 			b = openT(t, dir, faultOpts(fs))
-			if res, err := b.AppendBatch("t", 0, idemBatch(t, 9, 2, 8, 1)); err != nil || !res.Duplicate || res.FirstOffset != 8 {
+			if res, err := b.AppendBatch(context.Background(), "t", 0, idemBatch(t, 9, 2, 8, 1)); err != nil || !res.Duplicate || res.BaseOffset != 8 {
 				t.Fatalf("retry after the second restart: %+v, %v", res, err)
 			}
 			if st := b.Stats(); st.Partitions[0].Producers != 1 {
@@ -615,7 +615,7 @@ func TestLingerAndClose(t *testing.T) {
 			}
 		})
 	}
-	l, _ := b.Log("t", 0)
+	l, _ := partLog(b, "t", 0)
 	if l.LogEndOffset() != 0 || acked.Load() != 0 {
 		t.Fatalf("lingering records appended early: end %d, %d acked", l.LogEndOffset(), acked.Load())
 	}
@@ -645,7 +645,7 @@ func TestLingerAndClose(t *testing.T) {
 func TestProducerStateExpires(t *testing.T) {
 	b := openT(t, t.TempDir(), nil)
 	createTopicT(t, b, "t", TopicConfig{Flush: FlushNone})
-	if _, err := b.AppendBatch("t", 0, idemBatch(t, 3, 0, 0, 1)); err != nil {
+	if _, err := b.AppendBatch(context.Background(), "t", 0, idemBatch(t, 3, 0, 0, 1)); err != nil {
 		t.Fatal(err)
 	}
 	if n := b.expireProducers(time.Now()); n != 0 {

@@ -80,12 +80,12 @@ func TestTopicLifecycle(t *testing.T) {
 	if errs[0] != nil || !errors.Is(errs[1], ErrNoKey) || errs[2] != nil {
 		t.Fatalf("async keyed, keyless, keyed on a compacted topic: %v, want nil, ErrNoKey, nil", errs)
 	}
-	if l, err := b.Log("orders", 4); err != nil || l.LogEndOffset() != 3 {
+	if l, err := partLog(b, "orders", 4); err != nil || l.LogEndOffset() != 3 {
 		t.Fatalf("log end of orders-4 after one keyed, two keyed async and two keyless records: %v", err)
 	}
 	// A batch from outside holding a keyless record fails whole, as Kafka's
 	// broker refuses it.
-	if _, err := b.AppendBatch("orders", 4, keylessBatchT(t)); !errors.Is(err, ErrInvalidBatch) || !errors.Is(err, log.ErrNoKey) {
+	if _, err := b.AppendBatch(context.Background(), "orders", 4, keylessBatchT(t)); !errors.Is(err, ErrInvalidBatch) || !errors.Is(err, log.ErrNoKey) {
 		t.Fatalf("AppendBatch of a keyless record to a compacted topic: %v, want ErrInvalidBatch (log.ErrNoKey)", err)
 	}
 
