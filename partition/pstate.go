@@ -46,6 +46,9 @@ func (p *Partition) producerState() (*topic.ProducerState, error) {
 		p.logger.Warn("partition: reading producer-state snapshot", "partition", p.String(), "err", err)
 	}
 	if err := st.Replay(p.batchHeaders(from)); err != nil {
+		if errors.Is(err, log.ErrClosed) {
+			return nil, p.mapAppendError(err, -1, -1) // closed, or deleted
+		}
 		return nil, fmt.Errorf("partition: %s: rebuilding producer state from offset %d: %w", p, from, err)
 	}
 	p.pstate = st
