@@ -203,6 +203,94 @@ func TestClosedBroker(t *testing.T) {
 	if err := b.Checkpoint(); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Checkpoint after Close: %v", err)
 	}
+	ctx := context.Background()
+	for name, call := range map[string]func() error{
+		"AppendBatch": func() error { _, err := b.AppendBatch(ctx, "t", 0, keylessBatchT(t)); return err },
+		"Sync":        func() error { return b.Sync("t", 0) },
+		"Compact":     func() error { _, err := b.Compact(ctx, "t", 0); return err },
+		"Partition":   func() error { _, err := b.Partition("t", 0); return err },
+		"OffsetForTime": func() error {
+			_, _, err := b.OffsetForTime("t", 0, time.Now())
+			return err
+		},
+	} {
+		if err := call(); !errors.Is(err, ErrClosed) {
+			t.Errorf("%s after Close: %v", name, err)
+		}
+	}
+}
+
+// TestPartitionCalls: what Broker.Log served before it left the API has
+// its own Broker method (Sync, Compact, OffsetForTime), and Partition
+// hands out the broker-side partition, whose appends keep the Broker's
+// rules; a deleted topic's partition is closed.
+func TestPartitionCalls(t *testing.T) {
+	ctx := context.Background()
+	b := openT(t, t.TempDir(), nil)
+	createTopicT(t, b, "t", TopicConfig{Flush: FlushNone, Partitions: 2})
+	createTopicT(t, b, "c", TopicConfig{Flush: FlushNone, Cleanup: topic.CleanupCompact, SegmentBytes: 200})
+	p := producerT(t, b, &ProducerOptions{ManualPartitioning: true})
+	start := time.Now()
+	for i := range 4 {
+		if _, _, err := p.Produce(ctx, &Record{Topic: "t", Partition: 1, Key: []byte("k"), Value: value("v", i),
+			Timestamp: start.Add(time.Duration(i) * time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if off, ok, err := b.OffsetForTime("t", 1, start.Add(90*time.Second)); err != nil || !ok || off != 2 {
+		t.Fatalf("OffsetForTime: %d %v %v, want 2", off, ok, err)
+	}
+	if _, ok, err := b.OffsetForTime("t", 1, start.Add(time.Hour)); err != nil || ok {
+		t.Fatalf("OffsetForTime past the last record: %v %v", ok, err)
+	}
+	if err := b.Sync("t", 1); err != nil {
+		t.Fatal(err)
+	}
+	if st := b.Stats(); st.Partitions[2].DurableEndOffset != 4 {
+		t.Fatalf("durable end %d after Sync, want 4", st.Partitions[2].DurableEndOffset)
+	}
+	if err := b.Sync("t", 2); !errors.Is(err, ErrUnknownPartition) {
+		t.Fatalf("Sync of a partition outside the topic: %v", err)
+	}
+	if _, err := b.Compact(ctx, "t", 0); !errors.Is(err, log.ErrNotCompacted) {
+		t.Fatalf("Compact of a delete topic: %v, want log.ErrNotCompacted", err)
+	}
+	for i := range 20 {
+		if _, _, err := p.Produce(ctx, &Record{Topic: "c", Key: []byte{byte('a' + i%2)}, Value: value("c", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res, err := b.Compact(ctx, "c", 0); err != nil || res.RecordsRemoved == 0 {
+		t.Fatalf("Compact: %+v, %v", res, err)
+	}
+
+	// Through the partition: the topic's rules, and what a Produce
+	// response carries.
+	part, err := b.Partition("t", 0)
+	if err != nil || part.Topic() != "t" || part.Index() != 0 {
+		t.Fatalf("Partition: %v, %v", part, err)
+	}
+	res, err := b.AppendBatch(ctx, "t", 0, idemBatch(t, 40, 0, 0, 3))
+	if err != nil || res != (AppendResult{BaseOffset: 0, LastOffset: 2, LogAppendTime: -1, LogStartOffset: 0}) {
+		t.Fatalf("AppendBatch: %+v, %v", res, err)
+	}
+	if res, err := part.AppendBatch(ctx, idemBatch(t, 40, 0, 0, 3)); err != nil || !res.Duplicate {
+		t.Fatalf("retry through the partition: %+v, %v", res, err)
+	}
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := b.AppendBatch(ended, "t", 0, idemBatch(t, 40, 0, 3, 1)); !errors.Is(err, context.Canceled) || errors.Is(err, ErrUnknownOutcome) {
+		t.Fatalf("AppendBatch with an ended ctx: %v, want context.Canceled", err)
+	}
+	if err := b.DeleteTopic("t"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := part.AppendBatch(ctx, idemBatch(t, 41, 0, 0, 1)); !errors.Is(err, ErrUnknownTopic) || !part.Deleted() {
+		t.Fatalf("append to a deleted topic's partition: %v", err)
+	}
+	if _, err := b.Partition("t", 0); !errors.Is(err, ErrUnknownTopic) {
+		t.Fatalf("Partition of a deleted topic: %v", err)
+	}
 }
 
 func TestOptionsValidate(t *testing.T) {
