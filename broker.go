@@ -1,7 +1,6 @@
 package folio
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,9 +11,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/foliolog/folio/vfs"
 	"github.com/foliolog/folio/log"
+	"github.com/foliolog/folio/partition"
 	"github.com/foliolog/folio/topic"
+	"github.com/foliolog/folio/vfs"
 )
 
 // Broker owns one data directory: its topics and their partitions' logs,
@@ -35,6 +35,12 @@ type Broker struct {
 	// compacts, so that Options.Cleaner bounds the memory and concurrency
 	// of all cleaning. Nil for a read-only Broker, which never writes.
 	cleaner *log.Cleaner
+	// snapshots is where the partitions keep their producer-state
+	// snapshots.
+	snapshots snapshotDir
+	// groups is the consumer-group state (group.go), from the first group
+	// call (or Open, when the offsets topic exists) until Close.
+	groups brokerGroups
 
 	// topicsMu serialises topic changes (create, delete, add partitions)
 	// with each other and with Close, and is held while the partitions'
@@ -75,7 +81,7 @@ type Broker struct {
 // partitions.
 type topicState struct {
 	info  topic.Info
-	parts []*partition
+	parts []*brokerPart
 }
 
 // Open opens the data directory dir, creating it (and initializing an empty
@@ -97,14 +103,14 @@ func Open(dir string, opts *Options) (*Broker, error) {
 	if o.ReadOnly {
 		return openReadOnly(dir, o)
 	}
-	if _, err := o.fs.Stat(dir); errors.Is(err, os.ErrNotExist) {
-		if err := o.fs.MkdirAll(dir, 0o755); err != nil {
+	if _, err := o.FS.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		if err := o.FS.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("folio: creating data directory %s: %w", dir, err)
 		}
 		// The new directory's own entry must survive a power cut, or the
 		// files made durable in it would vanish with it.
 		parent := filepath.Dir(filepath.Clean(dir))
-		if err := o.fs.SyncDir(parent); err != nil {
+		if err := o.FS.SyncDir(parent); err != nil {
 			return nil, fmt.Errorf("folio: syncing %s after creating %s: %w", parent, dir, err)
 		}
 	}
@@ -137,10 +143,10 @@ func OpenReadOnly(dir string, opts *Options) (*Broker, error) {
 
 func openReadOnly(dir string, o Options) (*Broker, error) {
 	o.ReadOnly = true
-	if _, err := o.fs.Stat(dir); err != nil {
+	if _, err := o.FS.Stat(dir); err != nil {
 		return nil, fmt.Errorf("folio: data directory %s: %w", dir, err)
 	}
-	o.fs = readOnlyFS{o.fs}
+	o.FS = readOnlyFS{o.FS}
 	return open(dir, o, nil)
 }
 
@@ -148,7 +154,7 @@ func open(dir string, o Options, lk *dirLock) (_ *Broker, retErr error) {
 	b := &Broker{
 		dir:       filepath.Clean(dir),
 		opts:      o,
-		fs:        o.fs,
+		fs:        o.FS,
 		logger:    o.Logger,
 		metrics:   o.Metrics,
 		lock:      lk,
@@ -161,6 +167,7 @@ func open(dir string, o Options, lk *dirLock) (_ *Broker, retErr error) {
 	if b.metrics == nil {
 		b.metrics = NoMetrics{}
 	}
+	b.snapshots = snapshotDir{fs: b.fs, dir: b.dir}
 	fresh, err := checkFormat(b.fs, b.dir, !b.readOnly)
 	if err != nil {
 		return nil, err
@@ -213,11 +220,11 @@ func open(dir string, o Options, lk *dirLock) (_ *Broker, retErr error) {
 		b.cleanSnapshots(topics)
 		// Consumer groups (group.go) load their committed offsets now,
 		// so the first group call is served from the last commit.
-		if err := b.groupState().open(b); err != nil {
+		if err := b.groups.open(b); err != nil {
 			_ = b.closeGroups()
 			for _, ts := range topics {
 				for _, p := range ts.parts {
-					_ = p.close()
+					_ = p.Close()
 				}
 			}
 			_ = cat.Close()
@@ -243,7 +250,7 @@ func (b *Broker) openTopics(infos []topic.Info, ckpt map[partKey]checkpointEntry
 	}
 	var jobs []job
 	for _, in := range infos {
-		ts := &topicState{info: in, parts: make([]*partition, in.Config.Partitions)}
+		ts := &topicState{info: in, parts: make([]*brokerPart, in.Config.Partitions)}
 		topics[in.Name] = ts
 		for p := int32(0); p < in.Config.Partitions; p++ {
 			jobs = append(jobs, job{ts, p})
@@ -291,7 +298,7 @@ func (b *Broker) openTopics(infos []topic.Info, ckpt map[partKey]checkpointEntry
 		for _, ts := range topics {
 			for _, p := range ts.parts {
 				if p != nil {
-					_ = p.log.Close()
+					_ = p.Close()
 				}
 			}
 		}
@@ -300,105 +307,36 @@ func (b *Broker) openTopics(infos []topic.Info, ckpt map[partKey]checkpointEntry
 	return topics, nil
 }
 
-// openPartition opens one partition's log and reports its recovery.
-func (b *Broker) openPartition(in topic.Info, p int32, st log.State) (*partition, error) {
-	dir := b.catalog.PartitionDir(in.Name, p)
-	lo, err := b.logOptions(in.Config)
-	if err != nil {
-		return nil, fmt.Errorf("folio: topic %q: %w", in.Name, err)
-	}
+// openPartition opens one partition: its log on the Broker's file layer,
+// with every fsync timed for Stats and Metrics.
+func (b *Broker) openPartition(in topic.Info, p int32, st log.State) (*brokerPart, error) {
 	times := &syncTimes{}
 	if _, none := b.metrics.(NoMetrics); !none {
 		m, name := b.metrics, in.Name
 		times.onSync = func(d time.Duration) { m.Fsynced(name, p, d) }
 	}
-	l, err := log.Open(timedFS{FS: b.fs, times: times}, dir, lo, st)
+	part, err := partition.Open(timedFS{FS: b.fs, times: times}, b.catalog.PartitionDir(in.Name, p), in, p, st, b.partitionOptions(in, p))
 	if err != nil {
-		return nil, fmt.Errorf("folio: opening partition %s-%d: %w", in.Name, p, err)
+		return nil, fmt.Errorf("folio: %w", err)
 	}
-	if rec := l.Recovery(); !rec.Clean || len(rec.FilesRemoved) > 0 {
-		lvl := slog.LevelInfo
-		if rec.BytesCut > 0 || rec.SegmentsRemoved > 0 {
-			lvl = slog.LevelWarn
-		}
-		b.logger.Log(context.Background(), lvl, "folio: recovered partition", "topic", in.Name, "partition", p,
-			"segmentsScanned", rec.SegmentsScanned, "bytesScanned", rec.BytesScanned,
-			"bytesCut", rec.BytesCut, "segmentsRemoved", rec.SegmentsRemoved, "filesRemoved", rec.FilesRemoved)
-	}
-	part := newPartition(b, in, p, l)
-	part.syncs = times
-	return part, nil
+	return &brokerPart{Partition: part, syncs: times}, nil
 }
 
-// logOptions maps a topic's configuration onto its partitions' log options.
-func (b *Broker) logOptions(cfg topic.Config) (*log.Options, error) {
-	cfg = cfg.WithDefaults()
-	o := &log.Options{
-		SegmentBytes:           cfg.SegmentBytes,
-		SegmentAge:             cfg.SegmentAge,
-		MaxBatchBytes:          int(min(int64(cfg.MaxMessageBytes), cfg.SegmentBytes)),
-		RetentionBytes:         cfg.RetentionBytes,
-		RetentionAge:           cfg.RetentionAge,
-		RetentionCheckInterval: b.opts.RetentionCheckInterval,
-		LogAppendTime:          cfg.TimestampType == topic.LogAppendTime,
-		BeforeFirstWrite:       b.beforeFirstWrite,
+// partitionOptions are the options of partition p of topic in: what the
+// Broker shares between its partitions, and the partition's snapshot file.
+func (b *Broker) partitionOptions(in topic.Info, p int32) *partition.Options {
+	return &partition.Options{
+		Logger:                 b.logger,
+		Metrics:                b.metrics,
+		Snapshots:              snapshotFile{d: &b.snapshots, name: snapshotName(in.ID, p)},
 		Caps:                   b.caps,
-		Now:                    b.opts.Now,
-		Compact:                cfg.Cleanup.Compacts(),
-		MinCleanableDirtyRatio: cfg.MinCleanableDirtyRatio,
-		MinCompactionLag:       cfg.MinCompactionLag,
-		DeleteRetention:        cfg.DeleteRetention,
 		Cleaner:                b.cleaner,
+		RetentionCheckInterval: b.opts.RetentionCheckInterval,
+		BeforeFirstWrite:       b.beforeFirstWrite,
+		Now:                    b.opts.Now,
+		ReadOnly:               b.readOnly,
 	}
-	if cfg.DeleteRetention == topic.NoDeleteRetention {
-		o.DeleteRetention = -1 // the log's "none"
-	}
-	if b.readOnly {
-		// Beside a live writer: files O_RDONLY, no recovery, no goroutine,
-		// the last segment up to its last complete valid batch.
-		o.ReadOnly = true
-	}
-	if o.SegmentBytes < minLogSegmentBytes {
-		return nil, fmt.Errorf("%w: SegmentBytes %d is below the %d bytes a partition's log needs", ErrInvalidConfig, cfg.SegmentBytes, minLogSegmentBytes)
-	}
-	if cfg.RetentionBytes == topic.Unlimited {
-		o.RetentionBytes = 0 // the log's "unlimited"
-	}
-	if cfg.RetentionAge == topic.Unlimited {
-		o.RetentionAge = -1
-	}
-	if !cfg.Cleanup.Deletes() {
-		// A compact-only topic never deletes by retention; compact,delete
-		// keeps the topic's retention beside compaction.
-		o.RetentionBytes, o.RetentionAge = 0, -1
-	}
-	switch cfg.Flush.Mode {
-	case topic.FlushSync:
-		o.FlushPolicy = log.FlushSync
-	case topic.FlushNone:
-		o.FlushPolicy = log.FlushNone
-	case topic.FlushInterval:
-		o.FlushPolicy = log.FlushInterval(cfg.Flush.Interval)
-	case topic.FlushEveryN:
-		o.FlushPolicy = log.FlushEveryN(cfg.Flush.EveryN)
-	default:
-		return nil, fmt.Errorf("%w: unknown flush mode %d", ErrInvalidConfig, cfg.Flush.Mode)
-	}
-	switch cfg.ReadPath {
-	case topic.ReadMmap:
-		o.ReadPath = 0 // readpath.Mmap
-	case topic.ReadSendfile:
-		o.ReadPath = 1 // readpath.Sendfile
-	default:
-		return nil, fmt.Errorf("%w: unknown read path %d", ErrInvalidConfig, cfg.ReadPath)
-	}
-	return o, nil
 }
-
-// minLogSegmentBytes is the log package's smallest segment (it keeps room
-// for a batch header, so a roll always makes progress); the topic package
-// allows smaller ones.
-const minLogSegmentBytes = 128
 
 // beforeFirstWrite is every log's BeforeFirstWrite hook: the clean-shutdown
 // marker must be gone, durably, before anything in the directory changes,
@@ -452,11 +390,7 @@ func (b *Broker) checkpointLoop() {
 func (b *Broker) expireProducers(now time.Time) int {
 	n := 0
 	for _, p := range b.allPartitions() {
-		p.pstateMu.Lock()
-		if p.pstate != nil {
-			n += p.pstate.RemoveExpired(now)
-		}
-		p.pstateMu.Unlock()
+		n += p.ExpireProducers(now)
 	}
 	return n
 }
@@ -475,18 +409,18 @@ func (b *Broker) Checkpoint() error {
 	return b.writeCheckpoint(b.allPartitions())
 }
 
-func (b *Broker) writeCheckpoint(parts []*partition) error {
+func (b *Broker) writeCheckpoint(parts []*brokerPart) error {
 	b.checkpointMu.Lock()
 	defer b.checkpointMu.Unlock()
 	start := time.Now()
 	entries := make([]checkpointEntry, 0, len(parts))
 	for _, p := range parts {
-		st := p.log.Checkpoint()
+		st := p.Checkpoint()
 		e := checkpointEntry{
-			topic: p.topic, id: p.id, partition: p.index,
+			topic: p.Topic(), id: p.TopicID(), partition: p.Index(),
 			recoveryPoint: st.RecoveryPoint, logStartOffset: st.LogStartOffset,
 		}
-		if p.cfg.Cleanup.Compacts() {
+		if p.Config().Cleanup.Compacts() {
 			// Only a compacted log has a cleaner checkpoint (as in Kafka).
 			e.firstDirtyOffset = st.FirstDirtyOffset
 		}
@@ -502,8 +436,8 @@ func (b *Broker) writeCheckpoint(parts []*partition) error {
 }
 
 // allPartitions lists every partition of every topic.
-func (b *Broker) allPartitions() []*partition {
-	var out []*partition
+func (b *Broker) allPartitions() []*brokerPart {
+	var out []*brokerPart
 	for _, ts := range *b.topics.Load() {
 		out = append(out, ts.parts...)
 	}
@@ -555,10 +489,10 @@ func (b *Broker) Close() error {
 	parts := b.allPartitions()
 	cleanLogs := true
 	for _, p := range parts {
-		if err := p.close(); err != nil {
-			errs = append(errs, fmt.Errorf("folio: closing partition %s-%d: %w", p.topic, p.index, err))
+		if err := p.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("folio: closing partition %s: %w", p, err))
 		}
-		if !p.log.Checkpoint().Clean {
+		if !p.Checkpoint().Clean {
 			cleanLogs = false
 		}
 	}
@@ -616,7 +550,7 @@ func (b *Broker) writable() error {
 }
 
 // lookup returns a topic's partition.
-func (b *Broker) lookup(name string, p int32) (*partition, error) {
+func (b *Broker) lookup(name string, p int32) (*brokerPart, error) {
 	ts, ok := (*b.topics.Load())[name]
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownTopic, name)
@@ -625,20 +559,4 @@ func (b *Broker) lookup(name string, p int32) (*partition, error) {
 		return nil, fmt.Errorf("%w: %s-%d (the topic has %d)", ErrUnknownPartition, name, p, len(ts.parts))
 	}
 	return ts.parts[p], nil
-}
-
-// Log returns the log of one partition, for the layers built on the Broker
-// inside this module (the Kafka endpoint, replication, consumer groups) that
-// need the raw batch interface. Writing to it bypasses the Broker's
-// idempotence checks and metrics. The log stays owned by the Broker: do not
-// close it. After the topic is deleted it returns log.ErrClosed.
-func (b *Broker) Log(topicName string, partition int32) (*log.Log, error) {
-	if b.closed.Load() {
-		return nil, ErrClosed
-	}
-	p, err := b.lookup(topicName, partition)
-	if err != nil {
-		return nil, err
-	}
-	return p.log, nil
 }

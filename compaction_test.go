@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/foliolog/folio/group"
-	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/log"
+	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/topic"
 )
@@ -96,63 +96,20 @@ func logRecords(t testing.TB, l *log.Log) []logRec {
 	return out
 }
 
-func TestLogOptionsMapCompaction(t *testing.T) {
+// TestPartitionOptionsShareTheCleaner: every partition of a writable
+// Broker gets the Broker's one cleaner and caps (the mapping of a topic's
+// compaction settings onto its log is the partition package's, tested
+// there); a read-only Broker has no cleaner and opens its partitions
+// read-only.
+func TestPartitionOptionsShareTheCleaner(t *testing.T) {
 	dir := t.TempDir()
 	b := openT(t, dir, nil)
 	if b.cleaner == nil {
 		t.Fatal("a writable Broker has no cleaner")
 	}
-	base := TopicConfig{
-		RetentionAge: time.Hour, RetentionBytes: 1 << 20,
-		MinCleanableDirtyRatio: 0.25, MinCompactionLag: time.Minute, DeleteRetention: 2 * time.Hour,
-	}
-	for _, tc := range []struct {
-		cleanup  topic.CleanupPolicy
-		compact  bool
-		retained bool // retention by age and size stays on
-	}{
-		{topic.CleanupDelete, false, true},
-		{topic.CleanupCompact, true, false},
-		{topic.CleanupCompactDelete, true, true},
-	} {
-		cfg := base
-		cfg.Cleanup = tc.cleanup
-		o, err := b.logOptions(cfg)
-		if err != nil {
-			t.Fatalf("%v: %v", tc.cleanup, err)
-		}
-		if o.Compact != tc.compact {
-			t.Errorf("%v: Compact %v, want %v", tc.cleanup, o.Compact, tc.compact)
-		}
-		if tc.retained && (o.RetentionAge != time.Hour || o.RetentionBytes != 1<<20) {
-			t.Errorf("%v: retention %v / %d, want the topic's 1h / 1MiB", tc.cleanup, o.RetentionAge, o.RetentionBytes)
-		}
-		if !tc.retained && (o.RetentionAge >= 0 || o.RetentionBytes != 0) {
-			t.Errorf("%v: retention %v / %d, want none", tc.cleanup, o.RetentionAge, o.RetentionBytes)
-		}
-		if o.Cleaner != b.cleaner {
-			t.Errorf("%v: the log gets a cleaner other than the Broker's", tc.cleanup)
-		}
-		if o.MinCleanableDirtyRatio != 0.25 || o.MinCompactionLag != time.Minute || o.DeleteRetention != 2*time.Hour {
-			t.Errorf("%v: ratio %v, lag %v, delete retention %v; want 0.25, 1m, 2h", tc.cleanup,
-				o.MinCleanableDirtyRatio, o.MinCompactionLag, o.DeleteRetention)
-		}
-	}
-	// Defaults are Kafka's; Kafka's delete.retention.ms=0 is the log's
-	// "none" (negative), not its default (zero).
-	o, err := b.logOptions(TopicConfig{Cleanup: topic.CleanupCompact})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o.MinCleanableDirtyRatio != 0.5 || o.MinCompactionLag != 0 || o.DeleteRetention != 24*time.Hour {
-		t.Errorf("defaults: ratio %v, lag %v, delete retention %v", o.MinCleanableDirtyRatio, o.MinCompactionLag, o.DeleteRetention)
-	}
-	var none TopicConfig
-	if err := none.Set(topic.KeyDeleteRetention, "0"); err != nil {
-		t.Fatal(err)
-	}
-	if o, err = b.logOptions(none); err != nil || o.DeleteRetention >= 0 {
-		t.Errorf("delete.retention.ms=0 maps to DeleteRetention %v (%v), want negative", o.DeleteRetention, err)
+	in := topic.Info{Name: "t", Config: TopicConfig{Cleanup: topic.CleanupCompact}}
+	if o := b.partitionOptions(in, 0); o.Cleaner != b.cleaner || o.Caps != b.caps || o.ReadOnly {
+		t.Fatalf("partition options: cleaner %p (the Broker's %p), caps %p (%p), read-only %v", o.Cleaner, b.cleaner, o.Caps, b.caps, o.ReadOnly)
 	}
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
@@ -166,8 +123,8 @@ func TestLogOptionsMapCompaction(t *testing.T) {
 	if rb.cleaner != nil {
 		t.Fatal("a read-only Broker made a cleaner")
 	}
-	if o, err = rb.logOptions(TopicConfig{Cleanup: topic.CleanupCompact}); err != nil || o.Cleaner != nil || !o.ReadOnly {
-		t.Fatalf("read-only options: cleaner %p, read-only %v, %v", o.Cleaner, o.ReadOnly, err)
+	if o := rb.partitionOptions(in, 0); o.Cleaner != nil || !o.ReadOnly {
+		t.Fatalf("read-only options: cleaner %p, read-only %v", o.Cleaner, o.ReadOnly)
 	}
 	if st := rb.Stats(); st.Cleaner != (log.CleanerStats{}) {
 		t.Fatalf("read-only Broker reports cleaner stats %+v", st.Cleaner)
@@ -196,7 +153,7 @@ func TestBrokerSharesOneCleaner(t *testing.T) {
 	}
 	// A plain topic refuses on-demand compaction; a compacted one runs it
 	// on the shared cleaner.
-	l, err := b.Log("events", 0)
+	l, err := partLog(b, "events", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,7 +297,7 @@ func TestCheckpointKeepsFirstDirtyOffset(t *testing.T) {
 	if err := b.DeleteRecordsBefore("events", 0, 3); err != nil {
 		t.Fatal(err)
 	}
-	l, err := b.Log("users", 0)
+	l, err := partLog(b, "users", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,7 +332,7 @@ func TestCheckpointKeepsFirstDirtyOffset(t *testing.T) {
 	}
 
 	b = openT(t, dir, opts)
-	l, err = b.Log("users", 0)
+	l, err = partLog(b, "users", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +364,7 @@ func TestCheckpointKeepsFirstDirtyOffset(t *testing.T) {
 		t.Fatalf("ReadCheckpoint of version 1: %+v, %v", entries, err)
 	}
 	b = openT(t, dir, opts)
-	l, err = b.Log("users", 0)
+	l, err = partLog(b, "users", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -472,7 +429,7 @@ func TestGroupOffsetsTopicIsCompacted(t *testing.T) {
 		t.Fatalf("%s: %+v, want an internal compacted topic", group.OffsetsTopic, ti)
 	}
 	offsetsPart := group.PartitionFor("billing", int32(len(ti.Partitions)))
-	l, err := b.Log(group.OffsetsTopic, offsetsPart)
+	l, err := partLog(b, group.OffsetsTopic, offsetsPart)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -518,7 +475,7 @@ func TestGroupOffsetsTopicIsCompacted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l, err = b.Log(group.OffsetsTopic, offsetsPart); err != nil {
+	if l, err = partLog(b, group.OffsetsTopic, offsetsPart); err != nil {
 		t.Fatal(err)
 	}
 	// The member's Close appended the group's Empty metadata record.
@@ -647,7 +604,7 @@ func TestCompactedTopicEndToEnd(t *testing.T) {
 
 	logs := make([]*log.Log, parts)
 	for part := range int32(parts) {
-		if logs[part], err = b.Log("users", part); err != nil {
+		if logs[part], err = partLog(b, "users", part); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -843,7 +800,7 @@ func TestCompactedTopicEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	for part := range int32(parts) {
-		if logs[part], err = b.Log("users", part); err != nil {
+		if logs[part], err = partLog(b, "users", part); err != nil {
 			t.Fatal(err)
 		}
 		if got := logs[part].Checkpoint().FirstDirtyOffset; got != dirty[part] {

@@ -13,8 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/log"
+	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/record"
 )
 
@@ -200,7 +200,7 @@ type Consumer struct {
 // assignedPart is one assigned partition and the consumer's position in it.
 type assignedPart struct {
 	tp  TopicPartition
-	p   *partition
+	p   *brokerPart
 	pos int64  // guarded by Consumer.assignMu
 	gen uint64 // bumped by every Seek or Assign; guarded by Consumer.assignMu
 }
@@ -253,19 +253,19 @@ func (b *Broker) NewConsumer(opts *ConsumerOptions) (*Consumer, error) {
 func (c *Consumer) Name() string { return c.name }
 
 // resolve turns a starting Offset into a position in p.
-func (c *Consumer) resolve(p *partition, o Offset) (int64, error) {
+func (c *Consumer) resolve(p *brokerPart, o Offset) (int64, error) {
 	switch o.kind {
 	case kindEarliest:
-		return p.log.LogStartOffset(), nil
+		return p.LogStartOffset(), nil
 	case kindLatest:
-		return p.log.HighWatermark(), nil
+		return p.HighWatermark(), nil
 	case kindTime:
-		off, ok, err := p.log.OffsetForTime(time.UnixMilli(o.at))
+		off, ok, err := p.OffsetForTime(time.UnixMilli(o.at))
 		if err != nil {
-			return 0, fmt.Errorf("folio: %s: offset for time: %w", p, err)
+			return 0, brokerErr(fmt.Errorf("folio: %w", err))
 		}
 		if !ok {
-			return p.log.HighWatermark(), nil
+			return p.HighWatermark(), nil
 		}
 		return off, nil
 	case kindExact:
@@ -286,7 +286,7 @@ func (c *Consumer) Assign(as ...Assignment) error {
 	}
 	type res struct {
 		tp  TopicPartition
-		p   *partition
+		p   *brokerPart
 		pos int64
 	}
 	out := make([]res, 0, len(as))
@@ -414,7 +414,7 @@ func (c *Consumer) Lag(topicName string, partition int32) (int64, error) {
 	if ap == nil {
 		return 0, fmt.Errorf("%w: %s", ErrNotAssigned, tp)
 	}
-	return max(ap.p.log.HighWatermark()-pos, 0), nil
+	return max(ap.p.HighWatermark()-pos, 0), nil
 }
 
 func (c *Consumer) signalLocked() {
@@ -517,7 +517,7 @@ func (c *Consumer) commit(parts []pollPart) {
 func (c *Consumer) fetch(pp *pollPart, recs []Record) ([]Record, error) {
 	p := pp.ap.p
 	for resets := 0; ; resets++ {
-		v, err := p.log.Read(pp.pos, c.opts.FetchBytes)
+		v, err := p.Read(pp.pos, c.opts.FetchBytes, log.BoundHighWatermark)
 		if err == nil {
 			return c.decode(pp, v, recs)
 		}
@@ -531,14 +531,14 @@ func (c *Consumer) fetch(pp *pollPart, recs []Record) ([]Record, error) {
 				pp.pos, pp.moved = oor.Start, true
 				continue
 			case ResetLatest:
-				pp.pos, pp.moved = p.log.HighWatermark(), true
+				pp.pos, pp.moved = p.HighWatermark(), true
 				continue
 			}
-			return recs, &OffsetOutOfRangeError{Topic: p.topic, Partition: p.index, Offset: pp.pos, Start: oor.Start, End: oor.End}
+			return recs, &OffsetOutOfRangeError{Topic: p.Topic(), Partition: p.Index(), Offset: pp.pos, Start: oor.Start, End: oor.End}
 		}
 		if errors.Is(err, log.ErrClosed) {
-			if p.deleted.Load() {
-				return recs, fmt.Errorf("%w: %q was deleted", ErrUnknownTopic, p.topic)
+			if p.Deleted() {
+				return recs, fmt.Errorf("%w: %q was deleted", ErrUnknownTopic, p.Topic())
 			}
 			return recs, fmt.Errorf("%w: %s", ErrClosed, p)
 		}
@@ -623,7 +623,7 @@ func (c *Consumer) decode(pp *pollPart, v *readpath.View, recs []Record) ([]Reco
 	if err != nil {
 		return recs[:n0], err
 	}
-	c.b.metrics.Consumed(p.topic, p.index, len(recs)-n0, bytesRead)
+	c.b.metrics.Consumed(p.Topic(), p.Index(), len(recs)-n0, bytesRead)
 	return recs, nil
 }
 
@@ -637,7 +637,8 @@ var decodeOpts = &record.DecodeOptions{SkipCRC: true}
 // decodeRecords appends the records of one batch from pp.pos on, copying
 // their bytes to arena unless the consumer hands out views. full reports
 // that MaxPollRecords stopped it before the batch's end.
-func (c *Consumer) decodeRecords(it *record.RecordIter, p *partition, pp *pollPart, recs []Record, arena []byte) ([]Record, []byte, bool, error) {
+func (c *Consumer) decodeRecords(it *record.RecordIter, p *brokerPart, pp *pollPart, recs []Record, arena []byte) ([]Record, []byte, bool, error) {
+	topicName, index := p.Topic(), p.Index()
 	for it.Next() {
 		r := it.Record()
 		if r.Offset() < pp.pos {
@@ -647,7 +648,7 @@ func (c *Consumer) decodeRecords(it *record.RecordIter, p *partition, pp *pollPa
 			return recs, arena, true, nil
 		}
 		rec := Record{
-			Topic: p.topic, Partition: p.index, Offset: r.Offset(),
+			Topic: topicName, Partition: index, Offset: r.Offset(),
 			Timestamp: time.UnixMilli(r.Timestamp()),
 		}
 		if c.opts.ZeroCopy {
@@ -694,7 +695,7 @@ func (c *Consumer) wait(ctx context.Context, parts []pollPart, changed context.C
 		case <-changed.Done():
 		}
 	case 1:
-		ready, cancel := parts[0].ap.p.log.WaitChan(parts[0].pos)
+		ready, cancel := parts[0].ap.p.WaitChan(parts[0].pos)
 		defer cancel()
 		select {
 		case <-ready:
@@ -707,7 +708,7 @@ func (c *Consumer) wait(ctx context.Context, parts []pollPart, changed context.C
 			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
 			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(changed.Done())})
 		for _, pp := range parts {
-			ready, cancel := pp.ap.p.log.WaitChan(pp.pos)
+			ready, cancel := pp.ap.p.WaitChan(pp.pos)
 			defer cancel()
 			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ready)})
 		}

@@ -229,7 +229,7 @@ func TestConsumerOutOfRange(t *testing.T) {
 func TestConsumerSkipsControlBatchesAndGaps(t *testing.T) {
 	b := openT(t, t.TempDir(), nil)
 	createTopicT(t, b, "t", TopicConfig{Flush: FlushNone})
-	l, err := b.Log("t", 0)
+	l, err := partLog(b, "t", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -430,7 +430,7 @@ func TestRecoveryStartsAtCheckpoint(t *testing.T) {
 			}
 			logMu.Lock()
 			for _, line := range strings.Split(logBuf.String(), "\n") {
-				if strings.Contains(line, "recovered partition") {
+				if strings.Contains(line, "partition: recovered") {
 					if err := json.Unmarshal([]byte(line), &rec); err != nil {
 						t.Fatal(err)
 					}

@@ -40,6 +40,14 @@
 // every consumer); Options.Metrics receives events for a metrics system, and
 // Options.Logger the Broker's own log.
 //
+// Each partition is served by package partition, which applies Kafka's
+// broker rules to appends; the Broker wires it to the data directory.
+// AppendBatch takes a batch as a Kafka producer sends it and answers what a
+// Produce response carries; Sync, Compact, OffsetForTime and
+// DeleteRecordsBefore act on one partition; Broker.Partition hands the
+// partition itself to code that serves it other than through a Producer or
+// Consumer (a Kafka endpoint, replication, a tool).
+//
 // # Compaction
 //
 // A topic whose cleanup policy is compact (or compact,delete, which keeps
@@ -51,7 +59,7 @@
 // MinCleanableDirtyRatio; records younger than MinCompactionLag and the
 // active segment are never touched. Records without a key are refused
 // (ErrInvalidBatch). Compacted records keep their offsets, so a consumer
-// sees gaps, never an error. Broker.Log(topic, p).Compact(ctx) cleans one
+// sees gaps, never an error. Broker.Compact(ctx, topic, p) cleans one
 // partition now. __consumer_offsets is a compacted topic: a group's
 // superseded commits go away.
 //

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/foliolog/folio/log"
+	"github.com/foliolog/folio/partition"
 	"github.com/foliolog/folio/topic"
 )
 
@@ -60,20 +61,23 @@ var (
 
 	// ErrMessageTooLarge is returned for a record that does not fit in a
 	// batch of the topic's MaxMessageBytes on its own, and for an appended
-	// batch above it. Nothing is written.
-	ErrMessageTooLarge = errors.New("folio: message too large")
+	// batch above it. Nothing is written. It is
+	// partition.ErrMessageTooLarge.
+	ErrMessageTooLarge = partition.ErrMessageTooLarge
 
 	// ErrUnknownOutcome is returned when the ctx of a call that waits for an
 	// acknowledgement ends first: the record was handed to the log and may
 	// or may not be written. It also wraps the ctx's error. A producer that
 	// must know retries with the same idempotent producer, whose sequence
-	// numbers make the retry safe, or reads the partition back.
-	ErrUnknownOutcome = errors.New("folio: outcome unknown: the record may or may not have been written")
+	// numbers make the retry safe, or reads the partition back. It is
+	// partition.ErrUnknownOutcome.
+	ErrUnknownOutcome = partition.ErrUnknownOutcome
 
 	// ErrDiskFull is returned by produce when the partition's disk is full
 	// (ENOSPC). The partition then refuses appends until the broker is
-	// reopened, while reads and retention continue.
-	ErrDiskFull = errors.New("folio: no space left on device")
+	// reopened, while reads and retention continue. It is
+	// partition.ErrDiskFull.
+	ErrDiskFull = partition.ErrDiskFull
 
 	// ErrPartitionFailed is returned by produce to a partition whose log
 	// stopped accepting writes after a failed write or fsync (fail-stop).
@@ -102,8 +106,8 @@ var (
 	ErrNotAssigned = errors.New("folio: partition not assigned to this consumer")
 
 	// ErrInvalidBatch is returned by AppendBatch for bytes that are not one
-	// valid RecordBatch v2.
-	ErrInvalidBatch = errors.New("folio: invalid batch")
+	// valid RecordBatch v2. It is partition.ErrInvalidBatch.
+	ErrInvalidBatch = partition.ErrInvalidBatch
 
 	// ErrNoKey is returned by Produce for a record without a key (nil Key)
 	// sent to a compacted topic: compaction keeps the latest record per

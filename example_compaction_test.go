@@ -11,7 +11,7 @@ import (
 
 // Example_compaction keeps the latest value of each key of a compacted
 // topic. The Broker's cleaner compacts on its own once half a partition is
-// dirty; Compact on the partition's log cleans it now. The records keep
+// dirty; Broker.Compact cleans a partition now. The records keep
 // their offsets, so a consumer from the earliest offset sees gaps, and the
 // active segment (here the last record) is never cleaned.
 func Example_compaction() {
@@ -45,11 +45,8 @@ func Example_compaction() {
 			panic(err)
 		}
 	}
-	l, err := b.Log("prices", 0)
-	if err != nil {
-		panic(err)
-	}
-	if _, err := l.Compact(ctx); err != nil {
+	// The Broker's cleaner would get to it once enough is dirty; clean now.
+	if _, err := b.Compact(ctx, "prices", 0); err != nil {
 		panic(err)
 	}
 

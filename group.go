@@ -31,7 +31,9 @@ const (
 	OffsetsSegmentBytes = 100 << 20
 )
 
-// brokerGroups is the Broker's consumer-group state.
+// brokerGroups is the Broker's consumer-group state (Broker.groups): the
+// coordinator from the first group call (or Open, when the offsets topic
+// exists) until Close, and the group consumers to close with it.
 type brokerGroups struct {
 	// mu guards coord, consumers and closed. Lock order: mu, then the
 	// Broker's topicsMu (the offsets topic is created under mu).
@@ -40,18 +42,6 @@ type brokerGroups struct {
 	offsets   []*log.Log
 	consumers map[*GroupConsumer]struct{}
 	closed    bool
-}
-
-// brokerGroupsByBroker holds each Broker's group state, from its first
-// group call (or its Open, when the offsets topic exists) until Close.
-var brokerGroupsByBroker sync.Map // *Broker -> *brokerGroups
-
-func (b *Broker) groupState() *brokerGroups {
-	if g, ok := brokerGroupsByBroker.Load(b); ok {
-		return g.(*brokerGroups)
-	}
-	g, _ := brokerGroupsByBroker.LoadOrStore(b, &brokerGroups{})
-	return g.(*brokerGroups)
 }
 
 // open loads the committed offsets if __consumer_offsets exists: Open calls
@@ -101,7 +91,7 @@ func (g *brokerGroups) coordinator(b *Broker) (*group.Coordinator, error) {
 		if p == nil {
 			return nil, fmt.Errorf("folio: partition %d of %s did not open", i, group.OffsetsTopic)
 		}
-		logs[i] = p.log
+		logs[i] = p.Log()
 	}
 	c, err := group.NewCoordinator(&group.Options{
 		Store:  group.LogStore(logs),
@@ -128,6 +118,7 @@ func (g *brokerGroups) close() error {
 		consumers = append(consumers, gc)
 	}
 	c := g.coord
+	g.coord, g.offsets = nil, nil
 	g.mu.Unlock()
 	var errs []error
 	for _, gc := range consumers {
@@ -160,9 +151,9 @@ func (t groupTopics) Offsets(name string, partition int32) (group.PartitionOffse
 		return group.PartitionOffsets{}, fmt.Errorf("%w: %w", group.ErrUnknownTopicOrPartition, err)
 	}
 	return group.PartitionOffsets{
-		LogStart:      p.log.LogStartOffset(),
-		HighWatermark: p.log.HighWatermark(),
-		LogEnd:        p.log.LogEndOffset(),
+		LogStart:      p.LogStartOffset(),
+		HighWatermark: p.HighWatermark(),
+		LogEnd:        p.LogEndOffset(),
 	}, nil
 }
 
@@ -263,7 +254,7 @@ func (b *Broker) JoinGroup(ctx context.Context, groupID string, topics []string,
 	if o.Reset > group.ResetNone {
 		return nil, fmt.Errorf("%w: GroupOptions.Reset %d is not a reset policy", ErrInvalidConfig, o.Reset)
 	}
-	gs := b.groupState()
+	gs := &b.groups
 	coord, err := gs.coordinator(b)
 	if err != nil {
 		return nil, err
@@ -390,7 +381,7 @@ func (g *GroupConsumer) Generation() int32 { return g.m.Generation() }
 // handed out is committed first, and OnRevoked runs. Then the underlying
 // Consumer closes. Close is idempotent; later calls return ErrClosed.
 func (g *GroupConsumer) Close() error {
-	gs := g.b.groupState()
+	gs := &g.b.groups
 	gs.mu.Lock()
 	delete(gs.consumers, g)
 	gs.mu.Unlock()
@@ -414,13 +405,13 @@ func (g *GroupConsumer) close() error {
 // OffsetCommit with generation -1 to reset an Empty group's offsets. It
 // creates __consumer_offsets on first use.
 func (b *Broker) GroupCoordinator() (*group.Coordinator, error) {
-	return b.groupState().coordinator(b)
+	return b.groups.coordinator(b)
 }
 
 // GroupLag returns, per partition, how far a group's committed offset
 // trails the high watermark.
 func (b *Broker) GroupLag(groupID string) ([]group.PartitionLag, error) {
-	c, err := b.groupState().coordinator(b)
+	c, err := b.groups.coordinator(b)
 	if err != nil {
 		return nil, err
 	}
@@ -432,7 +423,7 @@ func (b *Broker) GroupLag(groupID string) ([]group.PartitionLag, error) {
 // __consumer_offsets read, skipped and clamped. All zero before the first
 // group call of a Broker that has no offsets topic yet.
 func (b *Broker) GroupStats() group.Stats {
-	g := b.groupState()
+	g := &b.groups
 	g.mu.Lock()
 	c := g.coord
 	g.mu.Unlock()
@@ -445,9 +436,5 @@ func (b *Broker) GroupStats() group.Stats {
 // closeGroups closes the Broker's group consumers (each commits and leaves)
 // and then its coordinator. Close calls it before the logs close.
 func (b *Broker) closeGroups() error {
-	g, ok := brokerGroupsByBroker.LoadAndDelete(b)
-	if !ok {
-		return nil
-	}
-	return g.(*brokerGroups).close()
+	return b.groups.close()
 }

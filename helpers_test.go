@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/vfs"
 	"github.com/foliolog/folio/vfs/faultfs"
 )
@@ -57,7 +58,7 @@ func openT(t testing.TB, dir string, opts *Options) *Broker {
 // faultOpts returns Options over fs with the periodic goroutines off, so a
 // test decides when checkpoints and retention run.
 func faultOpts(fs vfs.FS) *Options {
-	return &Options{fs: fs, CheckpointInterval: -1, RetentionCheckInterval: -1}
+	return &Options{FS: fs, CheckpointInterval: -1, RetentionCheckInterval: -1}
 }
 
 func createTopicT(t testing.TB, b *Broker, name string, cfg TopicConfig) TopicInfo {
@@ -158,7 +159,7 @@ func kill(t testing.TB, b *Broker, fs *faultfs.FS) {
 	close(b.quit)
 	b.wg.Wait()
 	for _, p := range b.allPartitions() {
-		_ = p.close() // fails on the dead handles: nothing is written
+		_ = p.Close() // fails on the dead handles: nothing is written
 	}
 	if b.cleaner != nil {
 		_ = b.cleaner.Close() // its workers are goroutines of this process
@@ -167,4 +168,14 @@ func kill(t testing.TB, b *Broker, fs *faultfs.FS) {
 	if b.lock != nil {
 		_ = b.lock.unlock()
 	}
+}
+
+// partLog returns the log of a partition, for tests that look at what it
+// holds or drive it below the Broker.
+func partLog(b *Broker, topicName string, partition int32) (*log.Log, error) {
+	p, err := b.Partition(topicName, partition)
+	if err != nil {
+		return nil, err
+	}
+	return p.Log(), nil
 }

@@ -79,7 +79,7 @@ func TestMetricsAndStats(t *testing.T) {
 	bld, _ := record.NewBuilder(nil)
 	_ = bld.Append(record.Record{Value: make([]byte, 2<<20)})
 	big, _ := bld.Build(nil)
-	if _, err := b.AppendBatch("t", 0, big); !errors.Is(err, ErrMessageTooLarge) {
+	if _, err := b.AppendBatch(context.Background(), "t", 0, big); !errors.Is(err, ErrMessageTooLarge) {
 		t.Fatal(err)
 	}
 	m.mu.Lock()
@@ -111,7 +111,7 @@ func TestMetricsAndStats(t *testing.T) {
 	// A failed write is reported.
 	fs := faultfs.New()
 	m2 := &recordingMetrics{}
-	b2 := openT(t, t.TempDir(), &Options{Metrics: m2, CheckpointInterval: -1, fs: fs})
+	b2 := openT(t, t.TempDir(), &Options{Metrics: m2, CheckpointInterval: -1, FS: fs})
 	createTopicT(t, b2, "t", TopicConfig{Flush: FlushNone})
 	p2 := producerT(t, b2, nil)
 	fs.SetHook(func(op faultfs.Op) error {

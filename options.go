@@ -74,10 +74,13 @@ type Options struct {
 	// time.Now.
 	Now func() time.Time
 
-	// fs is the file layer under every file of the directory except the
-	// lock. Default vfs.Default. Tests of this package put a faultfs.FS
-	// here to fail writes and cut power.
-	fs vfs.FS
+	// FS is the file layer under every file of the data directory except
+	// the lock file, which is flocked through the operating system (so the
+	// directory must be a real one there too): segments,
+	// indexes, the catalog, checkpoints, snapshots. Default vfs.Default,
+	// the operating system's files. A vfs/faultfs.FS here fails writes and
+	// cuts power in tests of code built on the Broker.
+	FS vfs.FS
 }
 
 // withDefaults returns a copy of o (nil allowed) with zero fields set to
@@ -102,8 +105,8 @@ func (o *Options) withDefaults() Options {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	if c.fs == nil {
-		c.fs = vfs.Default
+	if c.FS == nil {
+		c.FS = vfs.Default
 	}
 	return c
 }

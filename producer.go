@@ -428,10 +428,11 @@ func (p *Producer) Close() error {
 // there is none.
 type prodPart struct {
 	pr          *Producer
-	p           *partition
+	p           *brokerPart
 	partitioner *topic.Partitioner
 	nparts      int32
 	limit       int // the largest batch, by uncompressed size
+	maxBatch    int // the largest batch the partition stores
 	codec       record.Codec
 
 	// mu guards the fields up to seq.
@@ -461,14 +462,14 @@ type pendingRec struct {
 	ts  int64 // the timestamp it was encoded with, for a rebuild
 }
 
-func newProdPart(pr *Producer, p *partition, part *topic.Partitioner, n int32) *prodPart {
+func newProdPart(pr *Producer, p *brokerPart, part *topic.Partitioner, n int32) *prodPart {
 	codec := pr.opts.Compression
-	if !p.keep {
-		codec = p.codec
+	if c, ok := p.Config().Compression.Codec(); ok {
+		codec = c // the topic's storage codec: no recompression
 	}
 	return &prodPart{
 		pr: pr, p: p, partitioner: part, nparts: n,
-		limit: min(pr.opts.BatchBytes, p.maxBatch), codec: codec,
+		limit: min(pr.opts.BatchBytes, p.MaxBatchBytes()), maxBatch: p.MaxBatchBytes(), codec: codec,
 		seq: 0,
 	}
 }
@@ -537,7 +538,7 @@ const lagBatches = 2
 func (pp *prodPart) sealLocked() {
 	pp.ready = append(pp.ready, pp.cur)
 	pp.cur = nil
-	pp.partitioner.OnNewBatch(pp.p.index, pp.nparts)
+	pp.partitioner.OnNewBatch(pp.p.Index(), pp.nparts)
 }
 
 // scheduleLocked starts the sender if there is something it should append
@@ -650,8 +651,12 @@ func (pp *prodPart) appendBatches(batches []*pendingBatch) {
 	}
 	var err error
 	n := 0
+	index := pp.p.Index()
 	if len(built) > 0 {
-		n, err = pp.p.appendProduced(pp.pr.pid, built)
+		// No ctx: the sender reports every outcome, however long the
+		// acknowledgement takes.
+		n, err = pp.p.AppendProduced(context.Background(), pp.pr.pid, built)
+		err = brokerErr(err)
 	}
 	// Sequences advance by what was written only, so a batch refused
 	// without being written leaves no gap for the next one to trip on.
@@ -673,7 +678,7 @@ func (pp *prodPart) appendBatches(batches []*pendingBatch) {
 		if err == nil && k < n {
 			base := built[k].BaseOffset()
 			for j, r := range e.recs {
-				r.rec.Partition = pp.p.index
+				r.rec.Partition = index
 				r.rec.Offset = base + int64(j)
 				r.cb(r.rec, nil)
 			}
@@ -708,14 +713,14 @@ func (pp *prodPart) encode(out []encoded, bld *record.Builder, recs []pendingRec
 		return append(out, encoded{recs: recs, err: fmt.Errorf("folio: encoding a batch for %s: %w", pp.p, err)})
 	}
 	pp.bufs[*bufi] = bt[:cap(bt)]
-	if len(bt) <= pp.p.maxBatch {
+	if len(bt) <= pp.maxBatch {
 		*bufi++
 		*seq = nextSequence(*seq, bt.LastOffsetDelta()+1)
 		return append(out, encoded{batch: bt, recs: recs})
 	}
 	if len(recs) == 1 {
 		return append(out, encoded{recs: recs, err: fmt.Errorf("%w: the record compresses to a batch of %d bytes; %s takes up to %d",
-			ErrMessageTooLarge, len(bt), pp.p, pp.p.maxBatch)})
+			ErrMessageTooLarge, len(bt), pp.p, pp.maxBatch)})
 	}
 	half := len(recs) / 2
 	for _, sub := range [][]pendingRec{recs[:half], recs[half:]} {

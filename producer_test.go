@@ -22,7 +22,7 @@ import (
 // rawBatches returns copies of every batch a partition holds.
 func rawBatches(t testing.TB, b *Broker, topicName string, partition int32) []record.Batch {
 	t.Helper()
-	l, err := b.Log(topicName, partition)
+	l, err := partLog(b, topicName, partition)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func TestProduceUnknownOutcome(t *testing.T) {
 	if _, _, err := p.Produce(done, &Record{Topic: "t", Value: []byte("no")}); !errors.Is(err, context.Canceled) || errors.Is(err, ErrUnknownOutcome) {
 		t.Fatalf("Produce with an ended ctx: %v, want context.Canceled only", err)
 	}
-	if l, _ := b.Log("t", 0); l.LogEndOffset() != 1 {
+	if l, _ := partLog(b, "t", 0); l.LogEndOffset() != 1 {
 		t.Fatalf("log end %d: the record of the ended ctx was written", l.LogEndOffset())
 	}
 }
@@ -304,7 +304,7 @@ func TestProduceBlocksOnMemoryCap(t *testing.T) {
 	if acked.Load() != int64(fit) {
 		t.Fatalf("%d of %d buffered records acknowledged", acked.Load(), fit)
 	}
-	l, _ := b.Log("t", 0)
+	l, _ := partLog(b, "t", 0)
 	if end := l.LogEndOffset(); end != int64(fit)+1 {
 		t.Fatalf("log end %d, want %d (the timed-out record must not be written)", end, fit+1)
 	}
@@ -323,7 +323,7 @@ func TestMessageTooLarge(t *testing.T) {
 	if !errors.Is(asyncErr, ErrMessageTooLarge) {
 		t.Fatalf("async: %v, want ErrMessageTooLarge", asyncErr)
 	}
-	l, _ := b.Log("t", 0)
+	l, _ := partLog(b, "t", 0)
 	if l.LogEndOffset() != 0 {
 		t.Fatalf("a refused record was written: log end %d", l.LogEndOffset())
 	}
@@ -352,20 +352,14 @@ func TestMessageTooLarge(t *testing.T) {
 	if n != 51 {
 		t.Fatalf("%d records stored, want 51", n)
 	}
-	// AppendBatch applies the limit as a Kafka broker does.
-	bld, _ := record.NewBuilder(nil)
-	_ = bld.Append(record.Record{Value: make([]byte, 2000)})
-	big, _ := bld.Build(nil)
-	if _, err := b.AppendBatch("t", 0, big); !errors.Is(err, ErrMessageTooLarge) {
-		t.Fatalf("AppendBatch of a large batch: %v", err)
-	}
+	// AppendBatch applies the limit as a Kafka broker does: the partition
+	// package's TestAppendBatchLimits.
 }
 
 func TestCompression(t *testing.T) {
 	b := openT(t, t.TempDir(), nil)
 	createTopicT(t, b, "gz", TopicConfig{Flush: FlushNone, Compression: topic.CompressionGzip})
 	createTopicT(t, b, "prod", TopicConfig{Flush: FlushNone})
-	createTopicT(t, b, "zs", TopicConfig{Flush: FlushNone, Compression: topic.CompressionZstd})
 	p := producerT(t, b, &ProducerOptions{Compression: record.CodecLZ4})
 	for _, name := range []string{"gz", "prod"} {
 		for i := range 20 {
@@ -390,27 +384,8 @@ func TestCompression(t *testing.T) {
 			}
 		}
 	}
-	// A batch sent uncompressed to a zstd topic is stored in zstd, with its
-	// records, producer fields and offset gaps intact.
-	bld, _ := record.NewBuilder(nil)
-	bld.ProducerID, bld.ProducerEpoch, bld.BaseSequence = 77, 0, 0
-	_ = bld.AppendAt(0, record.Record{Key: []byte("a"), Value: []byte("1"), Timestamp: 1000})
-	_ = bld.AppendAt(3, record.Record{Key: []byte("b"), Value: []byte("2"), Timestamp: 2000})
-	raw, _ := bld.Build(nil)
-	res, err := b.AppendBatch("zs", 0, raw)
-	if err != nil || res.FirstOffset != 0 || res.LastOffset != 3 {
-		t.Fatalf("AppendBatch: %+v, %v", res, err)
-	}
-	stored := rawBatches(t, b, "zs", 0)
-	if len(stored) != 1 || stored[0].Codec() != record.CodecZstd || stored[0].ProducerID() != 77 || stored[0].LastOffsetDelta() != 3 {
-		t.Fatalf("stored batch: codec %v pid %d lastDelta %d", stored[0].Codec(), stored[0].ProducerID(), stored[0].LastOffsetDelta())
-	}
-	c := consumerT(t, b, nil)
-	_ = c.Assign(Assignment{Topic: "zs"})
-	recs := pollN(t, c, 2)
-	if recs[0].Offset != 0 || recs[1].Offset != 3 || string(recs[1].Value) != "2" || recs[1].Timestamp.UnixMilli() != 2000 {
-		t.Fatalf("records: %+v", recs)
-	}
+	// A batch from outside in another codec is recompressed to the
+	// topic's: the partition package's TestAppendBatchRecompresses.
 }
 
 // idemBatch builds a batch of n records from producer pid at seq.
@@ -433,56 +408,6 @@ func idemBatch(t testing.TB, pid int64, epoch int16, seq int32, n int) []byte {
 	return bt
 }
 
-func TestIdempotentAppendBatch(t *testing.T) {
-	b := openT(t, t.TempDir(), nil)
-	createTopicT(t, b, "t", TopicConfig{Flush: FlushNone})
-	var offs []AppendResult
-	for i := range 7 {
-		res, err := b.AppendBatch("t", 0, idemBatch(t, 500, 0, int32(i*3), 3))
-		if err != nil || res.Duplicate || res.FirstOffset != int64(i*3) || res.LastOffset != int64(i*3+2) {
-			t.Fatalf("batch %d: %+v, %v", i, res, err)
-		}
-		offs = append(offs, res)
-	}
-	// A retry of any of the last 5 batches returns its original offsets and
-	// writes nothing.
-	for i := 2; i < 7; i++ {
-		res, err := b.AppendBatch("t", 0, idemBatch(t, 500, 0, int32(i*3), 3))
-		if err != nil || !res.Duplicate || res.FirstOffset != offs[i].FirstOffset || res.LastOffset != offs[i].LastOffset {
-			t.Fatalf("retry of batch %d: %+v, %v; want duplicate of %+v", i, res, err, offs[i])
-		}
-	}
-	if _, err := b.AppendBatch("t", 0, idemBatch(t, 500, 0, 0, 3)); !errors.Is(err, ErrDuplicateSequence) {
-		t.Fatalf("retry of a forgotten batch: %v, want ErrDuplicateSequence", err)
-	}
-	if _, err := b.AppendBatch("t", 0, idemBatch(t, 500, 0, 25, 1)); !errors.Is(err, ErrOutOfOrderSequence) {
-		t.Fatalf("sequence gap: %v, want ErrOutOfOrderSequence", err)
-	}
-	if _, err := b.AppendBatch("t", 0, idemBatch(t, 500, 1, 0, 1)); err != nil {
-		t.Fatalf("new epoch from 0: %v", err)
-	}
-	if _, err := b.AppendBatch("t", 0, idemBatch(t, 500, 0, 21, 1)); !errors.Is(err, ErrProducerFenced) {
-		t.Fatalf("old epoch: %v, want ErrProducerFenced", err)
-	}
-	l, _ := b.Log("t", 0)
-	if l.LogEndOffset() != 22 {
-		t.Fatalf("log end %d, want 22: refused and duplicate batches must write nothing", l.LogEndOffset())
-	}
-	// Control batches come only from Folio itself.
-	bld, _ := record.NewBuilder(nil)
-	bld.Control = true
-	_ = bld.Append(record.Record{Key: []byte{0, 0, 0, 0}, Value: []byte{0, 0, 0, 0, 0, 0}})
-	ctl, _ := bld.Build(nil)
-	if _, err := b.AppendBatch("t", 0, ctl); !errors.Is(err, ErrInvalidBatch) {
-		t.Fatalf("control batch: %v, want ErrInvalidBatch", err)
-	}
-	garbage := idemBatch(t, 1, 0, 0, 1)
-	garbage[len(garbage)-1] ^= 0xff
-	if _, err := b.AppendBatch("t", 0, garbage); !errors.Is(err, ErrInvalidBatch) {
-		t.Fatalf("bad CRC: %v, want ErrInvalidBatch", err)
-	}
-}
-
 // TestProducerStateRebuiltOnRestart: after a clean shutdown (snapshot) and
 // after a crash (replay of the log), a retried batch still gets its
 // original offsets and a gap is still refused.
@@ -498,7 +423,7 @@ func TestProducerStateRebuiltOnRestart(t *testing.T) {
 			createTopicT(t, b, "t", TopicConfig{Flush: FlushSync})
 			var last AppendResult
 			for i := range 4 {
-				if last, err = b.AppendBatch("t", 0, idemBatch(t, 9, 2, int32(i*2), 2)); err != nil {
+				if last, err = b.AppendBatch(context.Background(), "t", 0, idemBatch(t, 9, 2, int32(i*2), 2)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -513,14 +438,14 @@ func TestProducerStateRebuiltOnRestart(t *testing.T) {
 				}
 			}
 			b = openT(t, dir, faultOpts(fs))
-			res, err := b.AppendBatch("t", 0, idemBatch(t, 9, 2, 6, 2))
-			if err != nil || !res.Duplicate || res.FirstOffset != last.FirstOffset || res.LastOffset != last.LastOffset {
+			res, err := b.AppendBatch(context.Background(), "t", 0, idemBatch(t, 9, 2, 6, 2))
+			if err != nil || !res.Duplicate || res.BaseOffset != last.BaseOffset || res.LastOffset != last.LastOffset {
 				t.Fatalf("retry after restart: %+v, %v; want duplicate of %+v", res, err, last)
 			}
-			if _, err := b.AppendBatch("t", 0, idemBatch(t, 9, 2, 9, 1)); !errors.Is(err, ErrOutOfOrderSequence) {
+			if _, err := b.AppendBatch(context.Background(), "t", 0, idemBatch(t, 9, 2, 9, 1)); !errors.Is(err, ErrOutOfOrderSequence) {
 				t.Fatalf("gap after restart: %v", err)
 			}
-			if res, err := b.AppendBatch("t", 0, idemBatch(t, 9, 2, 8, 1)); err != nil || res.FirstOffset != 8 {
+			if res, err := b.AppendBatch(context.Background(), "t", 0, idemBatch(t, 9, 2, 8, 1)); err != nil || res.BaseOffset != 8 {
 				t.Fatalf("next batch after restart: %+v, %v", res, err)
 			}
 			// A second restart replays the batch after the snapshot too.
@@ -528,7 +453,7 @@ func TestProducerStateRebuiltOnRestart(t *testing.T) {
 				t.Fatal(err)
 			}
 			b = openT(t, dir, faultOpts(fs))
-			if res, err := b.AppendBatch("t", 0, idemBatch(t, 9, 2, 8, 1)); err != nil || !res.Duplicate || res.FirstOffset != 8 {
+			if res, err := b.AppendBatch(context.Background(), "t", 0, idemBatch(t, 9, 2, 8, 1)); err != nil || !res.Duplicate || res.BaseOffset != 8 {
 				t.Fatalf("retry after the second restart: %+v, %v", res, err)
 			}
 			if st := b.Stats(); st.Partitions[0].Producers != 1 {
@@ -615,7 +540,7 @@ func TestLingerAndClose(t *testing.T) {
 			}
 		})
 	}
-	l, _ := b.Log("t", 0)
+	l, _ := partLog(b, "t", 0)
 	if l.LogEndOffset() != 0 || acked.Load() != 0 {
 		t.Fatalf("lingering records appended early: end %d, %d acked", l.LogEndOffset(), acked.Load())
 	}
@@ -639,23 +564,6 @@ func TestLingerAndClose(t *testing.T) {
 	q := producerT(t, b, &ProducerOptions{Linger: 5 * time.Millisecond})
 	if _, off, err := q.Produce(context.Background(), &Record{Topic: "t", Value: []byte("x")}); err != nil || off != 10 {
 		t.Fatalf("lingered produce: %d, %v", off, err)
-	}
-}
-
-func TestProducerStateExpires(t *testing.T) {
-	b := openT(t, t.TempDir(), nil)
-	createTopicT(t, b, "t", TopicConfig{Flush: FlushNone})
-	if _, err := b.AppendBatch("t", 0, idemBatch(t, 3, 0, 0, 1)); err != nil {
-		t.Fatal(err)
-	}
-	if n := b.expireProducers(time.Now()); n != 0 {
-		t.Fatalf("expired %d producers right away", n)
-	}
-	if n := b.expireProducers(time.Now().Add(topic.DefaultProducerExpiration + time.Hour)); n != 1 {
-		t.Fatalf("expired %d producers after the expiration, want 1", n)
-	}
-	if st := b.Stats(); st.Partitions[0].Producers != 0 {
-		t.Fatalf("%d producers left", st.Partitions[0].Producers)
 	}
 }
 

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/foliolog/folio/vfs"
 	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/topic"
+	"github.com/foliolog/folio/vfs"
 )
 
 // readOnlyFS is the file layer of a read-only Broker: it passes reads
@@ -84,14 +84,14 @@ func (b *Broker) Refresh() error {
 	next := make(map[string]*topicState, len(infos))
 	var errs []error
 	for _, in := range infos {
-		ts := &topicState{info: in, parts: make([]*partition, in.Config.Partitions)}
+		ts := &topicState{info: in, parts: make([]*brokerPart, in.Config.Partitions)}
 		if prev := old[in.Name]; prev != nil && prev.info.ID == in.ID {
 			copy(ts.parts, prev.parts)
 		}
 		for i := range ts.parts {
 			if ts.parts[i] != nil {
-				if err := ts.parts[i].log.Refresh(); err != nil {
-					errs = append(errs, fmt.Errorf("folio: refreshing %s: %w", ts.parts[i], err))
+				if err := ts.parts[i].Refresh(); err != nil {
+					errs = append(errs, fmt.Errorf("folio: %w", err))
 				}
 				continue
 			}
@@ -111,8 +111,7 @@ func (b *Broker) Refresh() error {
 			continue
 		}
 		for _, p := range ts.parts {
-			p.deleted.Store(true)
-			if err := p.close(); err != nil && !errors.Is(err, log.ErrClosed) {
+			if err := p.CloseDeleted(); err != nil && !errors.Is(err, log.ErrClosed) {
 				errs = append(errs, err)
 			}
 		}

@@ -87,7 +87,7 @@ func TestOpenReadOnly(t *testing.T) {
 				bld, _ := record.NewBuilder(nil)
 				_ = bld.Append(record.Record{Value: []byte("x")})
 				bt, _ := bld.Build(nil)
-				_, err := ro.AppendBatch("t", 0, bt)
+				_, err := ro.AppendBatch(context.Background(), "t", 0, bt)
 				return err
 			}(),
 			"DeleteRecordsBefore": ro.DeleteRecordsBefore("t", 0, 1),

@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/foliolog/folio/group"
-	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/log"
+	"github.com/foliolog/folio/readpath"
 )
 
 // Stats is a snapshot of a Broker's state. Counters are cumulative since
@@ -113,7 +113,7 @@ func (b *Broker) Stats() Stats {
 	b.clientsMu.Lock()
 	st.Producers = len(b.producers)
 	st.Consumers = len(b.consumers)
-	lags := map[*partition][]ConsumerLag{}
+	lags := map[*brokerPart][]ConsumerLag{}
 	for c := range b.consumers {
 		c.assignMu.Lock()
 		for _, ap := range c.order {
@@ -124,14 +124,14 @@ func (b *Broker) Stats() Stats {
 	b.clientsMu.Unlock()
 
 	for _, p := range b.allPartitions() {
-		ls := p.log.Stats()
-		cp := p.log.Checkpoint()
+		ls := p.Log().Stats()
+		cp := p.Checkpoint()
 		ps := PartitionStats{
-			Topic: p.topic, Partition: p.index,
+			Topic: p.Topic(), Partition: p.Index(),
 			LogStartOffset:     cp.LogStartOffset,
-			HighWatermark:      p.log.HighWatermark(),
+			HighWatermark:      p.HighWatermark(),
 			DurableEndOffset:   cp.RecoveryPoint,
-			LogEndOffset:       p.log.LogEndOffset(),
+			LogEndOffset:       p.LogEndOffset(),
 			Bytes:              ls.Bytes,
 			Segments:           ls.Segments,
 			OpenSealedSegments: ls.OpenSealedSegments,
@@ -140,17 +140,13 @@ func (b *Broker) Stats() Stats {
 			Fsync:              p.syncs.stats(),
 			IndexRebuilds:      ls.IndexRebuilds,
 			RetentionErrors:    ls.RetentionErrors,
-			Failed:             p.failed(),
+			Failed:             p.Failed(),
+			Producers:          p.Producers(),
 			Consumers:          lags[p],
 		}
-		if p.cfg.Cleanup.Compacts() {
-			ps.Compaction = p.log.CompactionStats()
+		if p.Config().Cleanup.Compacts() {
+			ps.Compaction = p.Log().CompactionStats()
 		}
-		p.pstateMu.Lock()
-		if p.pstate != nil {
-			ps.Producers = p.pstate.Len()
-		}
-		p.pstateMu.Unlock()
 		for i := range ps.Consumers {
 			ps.Consumers[i].Lag = max(ps.HighWatermark-ps.Consumers[i].Position, 0)
 		}

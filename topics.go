@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/foliolog/folio/log"
+	"github.com/foliolog/folio/partition"
 	"github.com/foliolog/folio/topic"
 )
 
@@ -80,12 +81,10 @@ func (b *Broker) CreateTopic(name string, cfg TopicConfig) (TopicInfo, error) {
 }
 
 func (b *Broker) createTopic(name string, cfg TopicConfig, internal bool) (TopicInfo, error) {
-	if err := cfg.Validate(); err != nil {
+	// Refuse what the partitions would refuse before the catalog commits
+	// to it.
+	if err := partition.ValidateConfig(cfg); err != nil {
 		return TopicInfo{}, fmt.Errorf("folio: topic %q: %w: %w", name, ErrInvalidConfig, err)
-	}
-	// Refuse what the log would refuse before the catalog commits to it.
-	if _, err := b.logOptions(cfg); err != nil {
-		return TopicInfo{}, fmt.Errorf("folio: topic %q: %w", name, err)
 	}
 	b.topicsMu.Lock()
 	defer b.topicsMu.Unlock()
@@ -104,7 +103,7 @@ func (b *Broker) createTopic(name string, cfg TopicConfig, internal bool) (Topic
 	if err != nil {
 		return TopicInfo{}, fmt.Errorf("folio: creating topic %q: %w", name, err)
 	}
-	ts := &topicState{info: in, parts: make([]*partition, in.Config.Partitions)}
+	ts := &topicState{info: in, parts: make([]*brokerPart, in.Config.Partitions)}
 	for p := range in.Config.Partitions {
 		part, err := b.openPartition(in, p, log.State{})
 		if err != nil {
@@ -153,8 +152,7 @@ func (b *Broker) DeleteTopic(name string) error {
 	b.topicsGen.Add(1)
 	var errs []error
 	for _, p := range ts.parts {
-		p.deleted.Store(true)
-		if err := p.close(); err != nil && !errors.Is(err, log.ErrClosed) {
+		if err := p.CloseDeleted(); err != nil && !errors.Is(err, log.ErrClosed) {
 			errs = append(errs, err)
 		}
 	}
@@ -185,7 +183,7 @@ func (b *Broker) AddPartitions(name string, total int32) (TopicInfo, error) {
 	if err != nil {
 		return TopicInfo{}, fmt.Errorf("folio: adding partitions to %q: %w", name, err)
 	}
-	ts := &topicState{info: in, parts: make([]*partition, total)}
+	ts := &topicState{info: in, parts: make([]*brokerPart, total)}
 	copy(ts.parts, old.parts)
 	for p := int32(len(old.parts)); p < total; p++ {
 		part, err := b.openPartition(in, p, log.State{})
@@ -234,9 +232,9 @@ func (b *Broker) describe(ts *topicState) TopicInfo {
 	for i, p := range ts.parts {
 		ti.Partitions[i] = PartitionInfo{
 			Partition:      int32(i),
-			LogStartOffset: p.log.LogStartOffset(),
-			HighWatermark:  p.log.HighWatermark(),
-			LogEndOffset:   p.log.LogEndOffset(),
+			LogStartOffset: p.LogStartOffset(),
+			HighWatermark:  p.HighWatermark(),
+			LogEndOffset:   p.LogEndOffset(),
 		}
 	}
 	return ti
@@ -256,8 +254,12 @@ func (b *Broker) DeleteRecordsBefore(topicName string, partition int32, offset i
 	if err != nil {
 		return err
 	}
-	if err := p.deleteRecordsBefore(offset); err != nil {
-		return err
+	if err := p.DeleteRecordsBefore(offset); err != nil {
+		var oor *log.OffsetOutOfRangeError
+		if errors.As(err, &oor) {
+			return &OffsetOutOfRangeError{Topic: p.Topic(), Partition: p.Index(), Offset: offset, Start: oor.Start, End: oor.End}
+		}
+		return brokerErr(fmt.Errorf("folio: %w", err))
 	}
 	if err := b.writeCheckpoint(b.allPartitions()); err != nil {
 		return fmt.Errorf("folio: %s: records before %d are deleted but the new start is not checkpointed: %w", p, offset, err)
@@ -276,10 +278,10 @@ func (b *Broker) EnforceRetention() (int, error) {
 	total := 0
 	var errs []error
 	for _, p := range b.allPartitions() {
-		n, err := p.enforceRetention(now)
+		n, err := p.EnforceRetention(now)
 		total += n
 		if err != nil && !errors.Is(err, log.ErrClosed) {
-			errs = append(errs, fmt.Errorf("folio: retention of %s-%d: %w", p.topic, p.index, err))
+			errs = append(errs, fmt.Errorf("folio: %w", err))
 		}
 	}
 	return total, errors.Join(errs...)

@@ -80,12 +80,12 @@ func TestTopicLifecycle(t *testing.T) {
 	if errs[0] != nil || !errors.Is(errs[1], ErrNoKey) || errs[2] != nil {
 		t.Fatalf("async keyed, keyless, keyed on a compacted topic: %v, want nil, ErrNoKey, nil", errs)
 	}
-	if l, err := b.Log("orders", 4); err != nil || l.LogEndOffset() != 3 {
+	if l, err := partLog(b, "orders", 4); err != nil || l.LogEndOffset() != 3 {
 		t.Fatalf("log end of orders-4 after one keyed, two keyed async and two keyless records: %v", err)
 	}
 	// A batch from outside holding a keyless record fails whole, as Kafka's
 	// broker refuses it.
-	if _, err := b.AppendBatch("orders", 4, keylessBatchT(t)); !errors.Is(err, ErrInvalidBatch) || !errors.Is(err, log.ErrNoKey) {
+	if _, err := b.AppendBatch(context.Background(), "orders", 4, keylessBatchT(t)); !errors.Is(err, ErrInvalidBatch) || !errors.Is(err, log.ErrNoKey) {
 		t.Fatalf("AppendBatch of a keyless record to a compacted topic: %v, want ErrInvalidBatch (log.ErrNoKey)", err)
 	}
 
@@ -202,6 +202,105 @@ func TestClosedBroker(t *testing.T) {
 	}
 	if err := b.Checkpoint(); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Checkpoint after Close: %v", err)
+	}
+	ctx := context.Background()
+	for name, call := range map[string]func() error{
+		"AppendBatch": func() error { _, err := b.AppendBatch(ctx, "t", 0, keylessBatchT(t)); return err },
+		"Sync":        func() error { return b.Sync("t", 0) },
+		"Compact":     func() error { _, err := b.Compact(ctx, "t", 0); return err },
+		"Partition":   func() error { _, err := b.Partition("t", 0); return err },
+		"OffsetForTime": func() error {
+			_, _, err := b.OffsetForTime("t", 0, time.Now())
+			return err
+		},
+	} {
+		if err := call(); !errors.Is(err, ErrClosed) {
+			t.Errorf("%s after Close: %v", name, err)
+		}
+	}
+}
+
+// TestPartitionCalls: what Broker.Log served before it left the API has
+// its own Broker method (Sync, Compact, OffsetForTime), and Partition
+// hands out the broker-side partition, whose appends keep the Broker's
+// rules; a deleted topic's partition is closed.
+func TestPartitionCalls(t *testing.T) {
+	ctx := context.Background()
+	b := openT(t, t.TempDir(), nil)
+	createTopicT(t, b, "t", TopicConfig{Flush: FlushNone, Partitions: 2})
+	createTopicT(t, b, "c", TopicConfig{Flush: FlushNone, Cleanup: topic.CleanupCompact, SegmentBytes: 200})
+	p := producerT(t, b, &ProducerOptions{ManualPartitioning: true})
+	start := time.Now()
+	for i := range 4 {
+		if _, _, err := p.Produce(ctx, &Record{Topic: "t", Partition: 1, Key: []byte("k"), Value: value("v", i),
+			Timestamp: start.Add(time.Duration(i) * time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if off, ok, err := b.OffsetForTime("t", 1, start.Add(90*time.Second)); err != nil || !ok || off != 2 {
+		t.Fatalf("OffsetForTime: %d %v %v, want 2", off, ok, err)
+	}
+	if _, ok, err := b.OffsetForTime("t", 1, start.Add(time.Hour)); err != nil || ok {
+		t.Fatalf("OffsetForTime past the last record: %v %v", ok, err)
+	}
+	if err := b.Sync("t", 1); err != nil {
+		t.Fatal(err)
+	}
+	if st := b.Stats(); st.Partitions[2].DurableEndOffset != 4 {
+		t.Fatalf("durable end %d after Sync, want 4", st.Partitions[2].DurableEndOffset)
+	}
+	if err := b.Sync("t", 2); !errors.Is(err, ErrUnknownPartition) {
+		t.Fatalf("Sync of a partition outside the topic: %v", err)
+	}
+	if _, err := b.Compact(ctx, "t", 0); !errors.Is(err, log.ErrNotCompacted) {
+		t.Fatalf("Compact of a delete topic: %v, want log.ErrNotCompacted", err)
+	}
+	for i := range 20 {
+		if _, _, err := p.Produce(ctx, &Record{Topic: "c", Key: []byte{byte('a' + i%2)}, Value: value("c", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Sync seals the rolled segments (FlushNone leaves that to the
+	// background), which makes them cleanable.
+	if err := b.Sync("c", 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Compact(ctx, "c", 0); err != nil {
+		t.Fatalf("Compact: %v", err)
+	}
+	// This pass or the cleaner's own, which may have come first, dropped
+	// superseded records.
+	cl, _ := partLog(b, "c", 0)
+	if n := len(logRecords(t, cl)); n >= 20 {
+		t.Fatalf("%d of 20 records left after Compact of two keys", n)
+	}
+
+	// Through the partition: the topic's rules, and what a Produce
+	// response carries.
+	part, err := b.Partition("t", 0)
+	if err != nil || part.Topic() != "t" || part.Index() != 0 {
+		t.Fatalf("Partition: %v, %v", part, err)
+	}
+	res, err := b.AppendBatch(ctx, "t", 0, idemBatch(t, 40, 0, 0, 3))
+	if err != nil || res != (AppendResult{BaseOffset: 0, LastOffset: 2, LogAppendTime: -1, LogStartOffset: 0}) {
+		t.Fatalf("AppendBatch: %+v, %v", res, err)
+	}
+	if res, err := part.AppendBatch(ctx, idemBatch(t, 40, 0, 0, 3)); err != nil || !res.Duplicate {
+		t.Fatalf("retry through the partition: %+v, %v", res, err)
+	}
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := b.AppendBatch(ended, "t", 0, idemBatch(t, 40, 0, 3, 1)); !errors.Is(err, context.Canceled) || errors.Is(err, ErrUnknownOutcome) {
+		t.Fatalf("AppendBatch with an ended ctx: %v, want context.Canceled", err)
+	}
+	if err := b.DeleteTopic("t"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := part.AppendBatch(ctx, idemBatch(t, 41, 0, 0, 1)); !errors.Is(err, ErrUnknownTopic) || !part.Deleted() {
+		t.Fatalf("append to a deleted topic's partition: %v", err)
+	}
+	if _, err := b.Partition("t", 0); !errors.Is(err, ErrUnknownTopic) {
+		t.Fatalf("Partition of a deleted topic: %v", err)
 	}
 }
 

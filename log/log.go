@@ -9,8 +9,8 @@ import (
 
 	"github.com/google/btree"
 
-	"github.com/foliolog/folio/vfs"
 	"github.com/foliolog/folio/segment"
+	"github.com/foliolog/folio/vfs"
 )
 
 // State is what the data directory's owner checkpoints for one log (in one
@@ -147,6 +147,7 @@ type Log struct {
 	end        atomic.Int64 // next, for readers
 	durable    atomic.Int64 // durMark.offset, for readers
 	hw         atomic.Pointer[mark]
+	endPub     markSeq // endMark, for readers bounded by the log end
 	hwWake     *notifier
 	epoch      atomic.Int32
 	truncGen   atomic.Int64 // bumped by every truncation; written under syncMu and appendMu
@@ -329,9 +330,11 @@ func (l *Log) publishLocked(start int64) {
 	l.snap.Store(newSnapshot(l.tree.Clone(), start))
 }
 
-// publishHWLocked recomputes the high watermark from its inputs and wakes
-// waiters if it moved. appendMu must be held.
+// publishHWLocked publishes the log end mark to readers, recomputes the
+// high watermark from its inputs and wakes waiters if it moved. appendMu
+// must be held.
 func (l *Log) publishHWLocked() {
+	l.endPub.store(l.endMark)
 	limit := l.endMark
 	if l.opts.FlushPolicy.mode == flushSync {
 		limit = l.durMark

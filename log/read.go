@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/foliolog/folio/readpath"
@@ -22,8 +24,41 @@ import (
 // Read takes no lock the appender holds. It returns an
 // *OffsetOutOfRangeError for an offset below the log start or beyond the
 // log end, and ErrNoData for an offset at or beyond the high watermark
-// (Wait for it).
+// (Wait for it). Read is ReadBounded with BoundHighWatermark.
 func (l *Log) Read(offset int64, maxBytes int) (*readpath.View, error) {
+	return l.ReadBounded(offset, maxBytes, BoundHighWatermark)
+}
+
+// Bound is the end a read stops at.
+type Bound uint8
+
+const (
+	// BoundHighWatermark stops at the high watermark: what consumers may
+	// see (Kafka's fetch isolation of a consumer).
+	BoundHighWatermark Bound = iota
+	// BoundLogEnd stops at the log end: every batch appended, including
+	// those not yet fsynced under FlushSync or not yet replicated under
+	// ExternalHighWatermark, which is what a follower copies (Kafka's
+	// FetchLogEnd). A reader that acts on such records may see them taken
+	// back by a power cut or a truncation.
+	BoundLogEnd
+)
+
+func (b Bound) String() string {
+	switch b {
+	case BoundHighWatermark:
+		return "high watermark"
+	case BoundLogEnd:
+		return "log end"
+	}
+	return fmt.Sprintf("Bound(%d)", uint8(b))
+}
+
+// ReadBounded is Read with the end it stops at chosen: it returns ErrNoData
+// for an offset at or beyond that end, and otherwise works as Read. A
+// read-only log has one end for both bounds, the end of its last complete
+// valid batch.
+func (l *Log) ReadBounded(offset int64, maxBytes int, bound Bound) (*readpath.View, error) {
 	if l.ro != nil {
 		return l.readRO(offset, maxBytes)
 	}
@@ -32,15 +67,24 @@ func (l *Log) Read(offset int64, maxBytes int) (*readpath.View, error) {
 			return nil, ErrClosed
 		}
 		sn := l.snap.Load()
-		hw := l.hw.Load()
-		end := l.end.Load()
+		var limit *mark
+		var end int64
+		switch bound {
+		case BoundHighWatermark:
+			limit, end = l.hw.Load(), l.end.Load()
+		case BoundLogEnd:
+			m := l.endPub.load()
+			limit, end = &m, m.offset
+		default:
+			return nil, fmt.Errorf("log: read %s: unknown bound %d", l.dir, bound)
+		}
 		if offset < sn.start || offset > end {
 			return nil, &OffsetOutOfRangeError{Offset: offset, Start: sn.start, End: end}
 		}
-		if offset >= hw.offset {
+		if offset >= limit.offset {
 			return nil, ErrNoData
 		}
-		v, err := l.readSnapshot(sn, hw, offset, maxBytes)
+		v, err := l.readSnapshot(sn, limit, offset, maxBytes)
 		if err == nil || attempt > 0 || !errors.Is(err, segment.ErrClosed) {
 			return v, err
 		}
@@ -49,18 +93,52 @@ func (l *Log) Read(offset int64, maxBytes int) (*readpath.View, error) {
 	}
 }
 
-// readSnapshot finds the segment holding offset in sn and reads it, moving
-// on to the next segment if offset falls in a gap after a segment's last
-// batch.
-func (l *Log) readSnapshot(sn *snapshot, hw *mark, offset int64, maxBytes int) (*readpath.View, error) {
+// markSeq publishes a mark to readers that take no lock, without an
+// allocation per change (the high watermark's atomic pointer allocates
+// one, which the log end, moving on every append, should not): a sequence
+// counter, odd while the one writer (holding appendMu) changes the fields,
+// which readers retry around. Every field is an atomic, so the reads are
+// not races.
+type markSeq struct {
+	seq                  atomic.Uint64
+	offset, segBase, pos atomic.Int64
+}
+
+// store publishes m. appendMu must be held.
+func (s *markSeq) store(m mark) {
+	s.seq.Add(1)
+	s.offset.Store(m.offset)
+	s.segBase.Store(m.segBase)
+	s.pos.Store(m.pos)
+	s.seq.Add(1)
+}
+
+// load returns the mark last stored.
+func (s *markSeq) load() mark {
+	for {
+		v := s.seq.Load()
+		if v&1 == 0 {
+			m := mark{offset: s.offset.Load(), segBase: s.segBase.Load(), pos: s.pos.Load()}
+			if s.seq.Load() == v {
+				return m
+			}
+		}
+		runtime.Gosched() // a writer is between its stores
+	}
+}
+
+// readSnapshot finds the segment holding offset in sn and reads it up to
+// limit (the high watermark or the log end), moving on to the next segment
+// if offset falls in a gap after a segment's last batch.
+func (l *Log) readSnapshot(sn *snapshot, limit *mark, offset int64, maxBytes int) (*readpath.View, error) {
 	e := floorEntry(sn, offset)
 	for e != nil {
-		if e.base > hw.segBase {
+		if e.base > limit.segBase {
 			return nil, ErrNoData
 		}
 		maxPos := int64(-1)
-		if e.base == hw.segBase {
-			maxPos = hw.pos
+		if e.base == limit.segBase {
+			maxPos = limit.pos
 		}
 		l.caps.acquire(&e.capEntry)
 		v, err := e.seg.Read(max(offset, e.base), maxBytes, maxPos)
@@ -71,7 +149,7 @@ func (l *Log) readSnapshot(sn *snapshot, hw *mark, offset int64, maxBytes int) (
 		if !errors.Is(err, segment.ErrOffsetOutOfRange) {
 			return nil, markCorrupt(fmt.Errorf("log: read %s at %d: %w", l.dir, offset, err))
 		}
-		if e.base == hw.segBase {
+		if e.base == limit.segBase {
 			// The batch holding offset ends beyond the visible bytes.
 			return nil, ErrNoData
 		}

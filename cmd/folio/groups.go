@@ -601,11 +601,7 @@ func resolveReset(b *folio.Broker, topicName string, p folio.PartitionInfo, targ
 		}
 		return target.offset, nil
 	}
-	l, err := b.Log(topicName, p.Partition)
-	if err != nil {
-		return 0, err
-	}
-	off, ok, err := l.OffsetForTime(target.at)
+	off, ok, err := b.OffsetForTime(topicName, p.Partition, target.at)
 	if err != nil {
 		return 0, err
 	}

@@ -1,0 +1,164 @@
+package partition
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/foliolog/folio/log"
+	"github.com/foliolog/folio/record"
+	"github.com/foliolog/folio/topic"
+	"github.com/foliolog/folio/vfs"
+)
+
+// Partition is one partition of a topic as a broker serves it: its log,
+// the topic settings the append path applies, the idempotent producers'
+// state, and the replication hook. All methods are safe for concurrent
+// use. See the package documentation for the model.
+type Partition struct {
+	topic    string
+	id       topic.ID
+	index    int32
+	cfg      topic.Config // with every default spelled out
+	log      *log.Log
+	maxBatch int // the largest batch the partition stores (max.message.bytes)
+	// codec is the topic's storage codec; keep is set for
+	// CompressionProducer, which stores batches as the producer built them.
+	codec         record.Codec
+	keep          bool
+	logAppendTime bool
+
+	logger  *slog.Logger
+	metrics Metrics
+	snaps   SnapshotStore // nil: none
+	repl    Replication   // nil: SingleNode
+	now     func() time.Time
+
+	deleted atomic.Bool
+	// failedSeen is set when an append met the log's fail-stop state.
+	failedSeen atomic.Bool
+	closeOnce  sync.Once
+	closeErr   error
+
+	// pstateMu guards pstate, which is loaded on the first idempotent
+	// append (from a snapshot plus a replay of the log after it) so that
+	// opening thousands of partitions reads no producer state.
+	pstateMu sync.Mutex
+	pstate   *topic.ProducerState
+
+	// seqMu guards seqLocks: one lock per producer id, held across Check,
+	// Append and Update so that one producer's batches are checked and
+	// written in one order while other producers (and non-idempotent
+	// appends) proceed, and share fsyncs, concurrently.
+	seqMu    sync.Mutex
+	seqLocks map[int64]*seqLock
+}
+
+type seqLock struct {
+	mu   sync.Mutex
+	refs int // guarded by Partition.seqMu
+}
+
+// Open opens partition index of the topic in, whose log lives in dir on
+// fsys: the log (recovering it from st as log.Open does, and reporting
+// what recovery did to Options.Logger), with its options taken from the
+// topic's configuration. opts nil means defaults.
+func Open(fsys vfs.FS, dir string, in topic.Info, index int32, st log.State, opts *Options) (*Partition, error) {
+	o := opts.withDefaults()
+	external := o.Replication != nil && o.Replication.ExternalHighWatermark()
+	lo, err := logOptions(in.Config, &o, external)
+	if err != nil {
+		return nil, fmt.Errorf("partition: topic %q: %w", in.Name, err)
+	}
+	l, err := log.Open(fsys, dir, lo, st)
+	if err != nil {
+		return nil, fmt.Errorf("partition: opening %s-%d: %w", in.Name, index, err)
+	}
+	if rec := l.Recovery(); !rec.Clean || len(rec.FilesRemoved) > 0 {
+		lvl := slog.LevelInfo
+		if rec.BytesCut > 0 || rec.SegmentsRemoved > 0 {
+			lvl = slog.LevelWarn
+		}
+		o.Logger.Log(context.Background(), lvl, "partition: recovered", "topic", in.Name, "partition", index,
+			"segmentsScanned", rec.SegmentsScanned, "bytesScanned", rec.BytesScanned,
+			"bytesCut", rec.BytesCut, "segmentsRemoved", rec.SegmentsRemoved, "filesRemoved", rec.FilesRemoved)
+	}
+	cfg := in.Config.WithDefaults()
+	p := &Partition{
+		topic: in.Name, id: in.ID, index: index, cfg: cfg, log: l,
+		maxBatch:      maxBatchBytes(cfg),
+		logAppendTime: cfg.TimestampType == topic.LogAppendTime,
+		logger:        o.Logger, metrics: o.Metrics, snaps: o.Snapshots, repl: o.Replication, now: o.Now,
+		seqLocks: map[int64]*seqLock{},
+	}
+	if c, ok := cfg.Compression.Codec(); ok {
+		p.codec = c
+	} else {
+		p.keep = true
+	}
+	return p, nil
+}
+
+// Topic returns the partition's topic name; Index its number in the
+// topic; TopicID the topic's id (which changes when the topic is deleted
+// and created again); Config the topic's configuration with every default
+// spelled out.
+func (p *Partition) Topic() string        { return p.topic }
+func (p *Partition) Index() int32         { return p.index }
+func (p *Partition) TopicID() topic.ID    { return p.id }
+func (p *Partition) Config() topic.Config { return p.cfg }
+
+// MaxBatchBytes returns the largest batch the partition stores: the
+// topic's max.message.bytes, capped by its segment size.
+func (p *Partition) MaxBatchBytes() int { return p.maxBatch }
+
+// String returns "<topic>-<partition>", the name of its directory.
+func (p *Partition) String() string { return p.topic + "-" + strconv.Itoa(int(p.index)) }
+
+// Log returns the partition's log, for what the partition does not wrap:
+// the group coordinator's store, the replication layer's truncation and
+// leader epochs, statistics. Appending to it directly bypasses the
+// partition's validation, idempotence and metrics. The log stays owned by
+// the partition: do not close it.
+func (p *Partition) Log() *log.Log { return p.log }
+
+// Failed reports whether the partition refuses appends after a failed
+// write or fsync (fail-stop), whether an append or a background flush
+// found out. Reopening recovers it.
+func (p *Partition) Failed() bool {
+	return p.failedSeen.Load() || errors.Is(p.log.Err(), log.ErrFailed)
+}
+
+// Deleted reports whether CloseDeleted closed the partition.
+func (p *Partition) Deleted() bool { return p.deleted.Load() }
+
+// Close closes the partition's log (which fsyncs what it holds and wakes
+// every waiter). It does not write the producer-state snapshot: call
+// SaveProducerState first. Close is idempotent; later calls return the
+// first call's error.
+func (p *Partition) Close() error {
+	p.closeOnce.Do(func() { p.closeErr = p.log.Close() })
+	return p.closeErr
+}
+
+// CloseDeleted closes the partition because its topic is being deleted
+// (its owner removes the directory): appends in flight and later calls
+// fail with an error wrapping ErrDeleted.
+func (p *Partition) CloseDeleted() error {
+	p.deleted.Store(true)
+	return p.Close()
+}
+
+// Refresh has a read-only partition look at its directory again (new
+// records, rolled and deleted segments; log.Log.Refresh).
+func (p *Partition) Refresh() error {
+	if err := p.log.Refresh(); err != nil {
+		return fmt.Errorf("partition: refreshing %s: %w", p, err)
+	}
+	return nil
+}

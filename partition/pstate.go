@@ -1,0 +1,162 @@
+package partition
+
+import (
+	"errors"
+	"fmt"
+	"iter"
+	"os"
+	"time"
+
+	"github.com/foliolog/folio/log"
+	"github.com/foliolog/folio/readpath"
+	"github.com/foliolog/folio/record"
+	"github.com/foliolog/folio/topic"
+)
+
+// producerState returns the partition's producer state, loading it on
+// first use: from the snapshot of the last clean shutdown, if there is one
+// that the log still covers, then a replay of the batches after it (all of
+// them without a snapshot), as Kafka rebuilds its ProducerStateManager.
+func (p *Partition) producerState() (*topic.ProducerState, error) {
+	p.pstateMu.Lock()
+	defer p.pstateMu.Unlock()
+	if p.pstate != nil {
+		return p.pstate, nil
+	}
+	st, err := topic.NewProducerState(nil)
+	if err != nil {
+		return nil, err
+	}
+	from := p.log.LogStartOffset()
+	if data, err := p.readSnapshot(); err == nil {
+		end, lerr := st.LoadSnapshot(data)
+		switch {
+		case lerr != nil:
+			p.logger.Warn("partition: ignoring producer-state snapshot", "partition", p.String(), "err", lerr)
+			st, _ = topic.NewProducerState(nil)
+		case end > p.log.LogEndOffset():
+			// The log lost what the snapshot saw: it cannot vouch for it.
+			p.logger.Warn("partition: producer-state snapshot is ahead of the log; replaying the whole log",
+				"partition", p.String(), "snapshotEnd", end, "logEnd", p.log.LogEndOffset())
+			st, _ = topic.NewProducerState(nil)
+		default:
+			from = max(from, end)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		p.logger.Warn("partition: reading producer-state snapshot", "partition", p.String(), "err", err)
+	}
+	if err := st.Replay(p.batchHeaders(from)); err != nil {
+		if errors.Is(err, log.ErrClosed) {
+			return nil, p.mapAppendError(err, -1, -1) // closed, or deleted
+		}
+		return nil, fmt.Errorf("partition: %s: rebuilding producer state from offset %d: %w", p, from, err)
+	}
+	p.pstate = st
+	return st, nil
+}
+
+func (p *Partition) readSnapshot() ([]byte, error) {
+	if p.snaps == nil {
+		return nil, os.ErrNotExist
+	}
+	return p.snaps.ReadSnapshot()
+}
+
+// replayReadBytes is how much of the log one read of a producer-state
+// replay covers.
+const replayReadBytes = 1 << 20
+
+// batchHeaders yields copies of the headers of the partition's visible
+// batches from offset from on.
+func (p *Partition) batchHeaders(from int64) iter.Seq2[record.Batch, error] {
+	return func(yield func(record.Batch, error) bool) {
+		pos := from
+		for {
+			v, err := p.log.Read(pos, replayReadBytes)
+			if errors.Is(err, log.ErrNoData) {
+				return
+			}
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			var hdrs []record.Batch
+			gerr := readpath.Guard(func() error {
+				buf, err := v.Bytes()
+				if err != nil {
+					return err
+				}
+				for len(buf) > 0 {
+					size, err := record.CheckHeader(buf)
+					if err != nil || size > len(buf) {
+						return fmt.Errorf("%w: %s: batch header at offset %d: %v", ErrCorrupt, p, pos, err)
+					}
+					hdrs = append(hdrs, record.Batch(append([]byte(nil), buf[:record.HeaderSize]...)))
+					buf = buf[size:]
+				}
+				return nil
+			})
+			v.Release()
+			if gerr != nil {
+				yield(nil, gerr)
+				return
+			}
+			for _, h := range hdrs {
+				if h.LastOffset() < pos {
+					continue // the read's first batch may start below pos
+				}
+				if !yield(h, nil) {
+					return
+				}
+				pos = h.LastOffset() + 1
+			}
+		}
+	}
+}
+
+// SaveProducerState writes the producer state to Options.Snapshots, as of
+// the log end, if this session loaded it (an idempotent append did), so
+// that the next Open replays only what comes after. The data directory's
+// owner calls it at a clean shutdown, when no append is in progress (an
+// append the log holds but the state does not yet would be skipped by the
+// next replay), before or after Close. It reports whether it wrote one.
+func (p *Partition) SaveProducerState() (bool, error) {
+	if p.snaps == nil {
+		return false, nil
+	}
+	p.pstateMu.Lock()
+	st := p.pstate
+	p.pstateMu.Unlock()
+	if st == nil {
+		return false, nil
+	}
+	if err := p.snaps.WriteSnapshot(st.MarshalSnapshot(p.log.LogEndOffset())); err != nil {
+		return false, fmt.Errorf("partition: %s: writing the producer-state snapshot: %w", p, err)
+	}
+	return true, nil
+}
+
+// ExpireProducers drops the state of idempotent producers whose last batch
+// is older than topic.DefaultProducerExpiration (Kafka's
+// producer.id.expiration.ms) at now, as Kafka does periodically, and
+// returns how many went. The data directory's owner calls it on its
+// schedule.
+func (p *Partition) ExpireProducers(now time.Time) int {
+	p.pstateMu.Lock()
+	defer p.pstateMu.Unlock()
+	if p.pstate == nil {
+		return 0
+	}
+	return p.pstate.RemoveExpired(now)
+}
+
+// Producers returns how many idempotent producers the partition holds
+// state for: 0 until the first idempotent append of the session loads it.
+func (p *Partition) Producers() int {
+	p.pstateMu.Lock()
+	defer p.pstateMu.Unlock()
+	if p.pstate == nil {
+		return 0
+	}
+	return p.pstate.Len()
+}
