@@ -120,20 +120,22 @@ func (e *Corruption) AtOffset(offset int64) *Corruption {
 	return e
 }
 
-// Error reads "<path> at byte <pos>: <class>: <cause>". The class's text is
-// left out when the cause is itself a corruption error of a lower layer,
-// which names it ("record: corrupt batch at offset 17: ..."). The offset is
-// written only when no byte position is known ("at offset <offset>"): a
-// byte position locates the damage, and the lower layers' texts name the
-// batch they found; it stays in the Offset field either way.
+// Error reads "<path> at byte <pos>: <class>: <cause>", each part said
+// once. When the cause is itself a corruption error of a lower layer, it
+// speaks for itself: it names its class and the batch it found ("record:
+// corrupt batch at offset 17: ..."), so the class's text is left out. The
+// offset is written ("at offset <offset>") only where no byte position is
+// known and the cause does not speak for itself; it stays in the Offset
+// field either way.
 func (e *Corruption) Error() string {
+	own := e.Err == nil || !errors.Is(e.Err, ErrCorrupt)
 	var b strings.Builder
 	b.WriteString(e.Path)
 	switch {
 	case e.Pos >= 0:
 		b.WriteString(" at byte ")
 		b.WriteString(strconv.FormatInt(e.Pos, 10))
-	case e.Offset >= 0:
+	case e.Offset >= 0 && own:
 		b.WriteString(" at offset ")
 		b.WriteString(strconv.FormatInt(e.Offset, 10))
 	}
@@ -143,7 +145,7 @@ func (e *Corruption) Error() string {
 	switch {
 	case e.Err == nil:
 		b.WriteString(e.classOrDefault().Error())
-	case errors.Is(e.Err, ErrCorrupt):
+	case !own:
 		b.WriteString(e.Err.Error())
 	default:
 		b.WriteString(e.classOrDefault().Error())

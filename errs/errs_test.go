@@ -80,6 +80,8 @@ func TestCorruption(t *testing.T) {
 			"/d/meta: pkg: corrupt thing: checksum 1, want 2"},
 		{"offset only", errs.Corruptf(errPkgCorrupt, "/d/t-0", -1, "key version %d", 9).AtOffset(12),
 			"/d/t-0 at offset 12: pkg: corrupt thing: key version 9"},
+		{"offset named by the cause", errs.Corrupt(errPkgCorrupt, "/d/t-0", -1, fmt.Errorf("%w at offset 12: crc 1, computed 2", recordErr)).AtOffset(12),
+			"/d/t-0: record: corrupt batch at offset 12: crc 1, computed 2"},
 		{"no cause", errs.Corrupt(nil, "/d/x", 3, nil), "/d/x at byte 3: folio: corrupt data"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
