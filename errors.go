@@ -4,18 +4,24 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/foliolog/folio/errs"
 	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/topic"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // Sentinel errors. Errors returned by this package wrap them (test with
 // errors.Is) together with the data directory, file, topic or partition they
 // concern. Where a lower package already defines the class, the sentinel is
 // that package's value, so one errors.Is works whichever layer reported it.
+// A sentinel with a Kafka equivalent carries its code (the comment names
+// it): errs.Kafka(err) gives it, and errors.Is(err, kerr.Xxx) holds.
 var (
 	// ErrClosed is returned by every call on a Broker, Producer or Consumer
-	// after its Close, and by a second Close.
-	ErrClosed = errors.New("folio: closed")
+	// after its Close, and by a second Close. It is errs.ErrClosed, which
+	// every package's closed error matches (log.ErrClosed,
+	// group.ErrClosed, ...).
+	ErrClosed = errs.ErrClosed
 
 	// ErrDirLocked means another Broker, in this process or another one,
 	// holds the data directory's lock. The error names the holder's pid and
@@ -27,74 +33,87 @@ var (
 	// Folio data directory at all. Nothing in it is touched.
 	ErrUnknownFormat = errors.New("folio: unknown data directory format")
 
-	// ErrCorrupt is the class of damaged metadata files (format version,
-	// checkpoint): a bad magic number, length or checksum. It also matches
-	// corruption reported by the log and topic packages, see IsCorrupt.
-	ErrCorrupt = errors.New("folio: corrupt metadata")
+	// ErrCorrupt is the class of every error about damaged bytes on disk,
+	// whichever layer found them: this package's metadata files (format
+	// version, checkpoint, clean-shutdown marker), the topic catalog and
+	// producer snapshots, segments, indexes, batches, group records. It is
+	// errs.ErrCorrupt; errors.As finds an *errs.Corruption with the file
+	// and byte position. See IsCorrupt. Kafka: CORRUPT_MESSAGE.
+	ErrCorrupt = errs.ErrCorrupt
 
 	// ErrReadOnly is returned by every write (create or delete a topic,
 	// produce) on a Broker opened read-only.
 	ErrReadOnly = errors.New("folio: broker is read-only")
 
 	// ErrTopicExists is returned by CreateTopic for a name already taken.
+	// Kafka: TOPIC_ALREADY_EXISTS.
 	ErrTopicExists = topic.ErrExists
 
 	// ErrUnknownTopic is returned for a topic the catalog does not hold.
+	// Kafka: UNKNOWN_TOPIC_OR_PARTITION.
 	ErrUnknownTopic = topic.ErrNotFound
 
 	// ErrUnknownPartition is returned for a partition outside [0, n) of its
-	// topic.
-	ErrUnknownPartition = errors.New("folio: unknown partition")
+	// topic. Kafka: UNKNOWN_TOPIC_OR_PARTITION.
+	ErrUnknownPartition = errs.New("folio: unknown partition", kerr.UnknownTopicOrPartition)
 
 	// ErrInvalidName is topic.ErrInvalidName: a topic name outside Kafka's
-	// rules (1-249 characters of [a-zA-Z0-9._-], not "." or "..").
+	// rules (1-249 characters of [a-zA-Z0-9._-], not "." or ".."). Kafka:
+	// INVALID_TOPIC_EXCEPTION.
 	ErrInvalidName = topic.ErrInvalidName
 
 	// ErrReservedName is topic.ErrReservedName: names starting with "__"
-	// belong to Folio's own topics.
+	// belong to Folio's own topics. Kafka: INVALID_TOPIC_EXCEPTION.
 	ErrReservedName = topic.ErrReservedName
 
 	// ErrInvalidConfig wraps a topic configuration or Options field that is
-	// out of range; the message names the field.
-	ErrInvalidConfig = errors.New("folio: invalid configuration")
+	// out of range; the message names the field. Kafka: INVALID_CONFIG.
+	ErrInvalidConfig = errs.New("folio: invalid configuration", kerr.InvalidConfig)
 
 	// ErrMessageTooLarge is returned for a record that does not fit in a
 	// batch of the topic's MaxMessageBytes on its own, and for an appended
-	// batch above it. Nothing is written.
-	ErrMessageTooLarge = errors.New("folio: message too large")
+	// batch above it. Nothing is written. Kafka: MESSAGE_TOO_LARGE.
+	ErrMessageTooLarge = errs.New("folio: message too large", kerr.MessageTooLarge)
 
 	// ErrUnknownOutcome is returned when the ctx of a call that waits for an
 	// acknowledgement ends first: the record was handed to the log and may
 	// or may not be written. It also wraps the ctx's error. A producer that
 	// must know retries with the same idempotent producer, whose sequence
-	// numbers make the retry safe, or reads the partition back.
-	ErrUnknownOutcome = errors.New("folio: outcome unknown: the record may or may not have been written")
+	// numbers make the retry safe, or reads the partition back. Kafka:
+	// REQUEST_TIMED_OUT.
+	ErrUnknownOutcome = errs.New("folio: outcome unknown: the record may or may not have been written", kerr.RequestTimedOut)
 
 	// ErrDiskFull is returned by produce when the partition's disk is full
 	// (ENOSPC). The partition then refuses appends until the broker is
-	// reopened, while reads and retention continue.
-	ErrDiskFull = errors.New("folio: no space left on device")
+	// reopened, while reads and retention continue. Kafka:
+	// KAFKA_STORAGE_ERROR.
+	ErrDiskFull = errs.New("folio: no space left on device", kerr.KafkaStorageError)
 
 	// ErrPartitionFailed is returned by produce to a partition whose log
 	// stopped accepting writes after a failed write or fsync (fail-stop).
-	// Reopening the Broker recovers it. It wraps log.ErrFailed.
+	// Reopening the Broker recovers it. It is log.ErrFailed. Kafka:
+	// KAFKA_STORAGE_ERROR.
 	ErrPartitionFailed = log.ErrFailed
 
 	// ErrOffsetOutOfRange is returned when a consumer's position lies
 	// outside the partition's offsets and its ResetPolicy is ResetNone.
-	// The error is an *OffsetOutOfRangeError with the valid range.
-	ErrOffsetOutOfRange = errors.New("folio: offset out of range")
+	// The error is an *OffsetOutOfRangeError with the valid range. Kafka:
+	// OFFSET_OUT_OF_RANGE.
+	ErrOffsetOutOfRange = errs.New("folio: offset out of range", kerr.OffsetOutOfRange)
 
 	// ErrOutOfOrderSequence is topic.ErrOutOfOrderSequence: an idempotent
 	// batch whose first sequence does not follow the producer's last one.
+	// Kafka: OUT_OF_ORDER_SEQUENCE_NUMBER.
 	ErrOutOfOrderSequence = topic.ErrOutOfOrderSequence
 
 	// ErrProducerFenced is topic.ErrProducerFenced: a batch from an older
-	// epoch of a producer id that a newer epoch has taken over.
+	// epoch of a producer id that a newer epoch has taken over. Kafka:
+	// INVALID_PRODUCER_EPOCH.
 	ErrProducerFenced = topic.ErrProducerFenced
 
 	// ErrDuplicateSequence is topic.ErrDuplicateSequence: a retry of a batch
-	// older than the ones whose offsets the partition remembers.
+	// older than the ones whose offsets the partition remembers. Kafka:
+	// DUPLICATE_SEQUENCE_NUMBER.
 	ErrDuplicateSequence = topic.ErrDuplicateSequence
 
 	// ErrNotAssigned is returned by Consumer calls naming a partition the
@@ -102,15 +121,15 @@ var (
 	ErrNotAssigned = errors.New("folio: partition not assigned to this consumer")
 
 	// ErrInvalidBatch is returned by AppendBatch for bytes that are not one
-	// valid RecordBatch v2.
-	ErrInvalidBatch = errors.New("folio: invalid batch")
+	// valid RecordBatch v2. Kafka: CORRUPT_MESSAGE.
+	ErrInvalidBatch = errs.New("folio: invalid batch", kerr.CorruptMessage)
 
 	// ErrNoKey is returned by Produce for a record without a key (nil Key)
 	// sent to a compacted topic: compaction keeps the latest record per
 	// key, so Kafka's brokers refuse keyless records there. The producer
 	// refuses the record up front, so the other records of its batch are
-	// not failed with it.
-	ErrNoKey = errors.New("folio: record without a key for a compacted topic")
+	// not failed with it. Kafka: INVALID_RECORD.
+	ErrNoKey = errs.New("folio: record without a key for a compacted topic", kerr.InvalidRecord)
 )
 
 // OffsetOutOfRangeError reports a consumer position outside [Start, End]:
@@ -128,12 +147,12 @@ func (e *OffsetOutOfRangeError) Error() string {
 	return fmt.Sprintf("folio: %s-%d: offset %d out of range [%d, %d]", e.Topic, e.Partition, e.Offset, e.Start, e.End)
 }
 
-// Is makes errors.Is(err, ErrOffsetOutOfRange) true.
-func (e *OffsetOutOfRangeError) Is(target error) bool { return target == ErrOffsetOutOfRange }
+// Unwrap makes errors.Is(err, ErrOffsetOutOfRange) true, and gives the
+// error ErrOffsetOutOfRange's Kafka code.
+func (e *OffsetOutOfRangeError) Unwrap() error { return ErrOffsetOutOfRange }
 
 // IsCorrupt reports whether err is about damaged bytes on disk, whichever
 // layer found them: this package's metadata, a topic catalog or producer
-// snapshot, or a partition's log.
-func IsCorrupt(err error) bool {
-	return errors.Is(err, ErrCorrupt) || errors.Is(err, topic.ErrCorrupt) || errors.Is(err, log.ErrCorrupt)
-}
+// snapshot, a partition's log, the records of __consumer_offsets. It is
+// errors.Is(err, ErrCorrupt).
+func IsCorrupt(err error) bool { return errors.Is(err, ErrCorrupt) }
