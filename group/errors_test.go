@@ -13,7 +13,6 @@ import (
 	"github.com/foliolog/folio/errs"
 	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/record"
-	"github.com/foliolog/folio/topic"
 	"github.com/foliolog/folio/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -69,9 +68,11 @@ func TestErrorCodesAreKafkas(t *testing.T) {
 	if !errors.Is(closed, ErrClosed) || !errors.Is(closed, errs.ErrClosed) || errs.Code(closed) != 15 {
 		t.Errorf("a closed coordinator: %v code %d", closed, errs.Code(closed))
 	}
-	// Folio's own sentinels for the same condition match the protocol value.
-	if !errors.Is(fmt.Errorf("%w: %q", topic.ErrNotFound, "t"), ErrUnknownTopicOrPartition) {
-		t.Error("topic.ErrNotFound does not match ErrUnknownTopicOrPartition")
+	// A sentinel declared with the same code (as topic.ErrNotFound is)
+	// matches the protocol value.
+	notFound := errs.New("topic: unknown topic", kerr.UnknownTopicOrPartition)
+	if !errors.Is(fmt.Errorf("%w: %q", notFound, "t"), ErrUnknownTopicOrPartition) {
+		t.Error("a sentinel with UNKNOWN_TOPIC_OR_PARTITION does not match ErrUnknownTopicOrPartition")
 	}
 	if !errors.Is(ErrCorrupt, errs.ErrCorrupt) {
 		t.Error("ErrCorrupt does not match errs.ErrCorrupt")
