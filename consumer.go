@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/foliolog/folio/errs"
 	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/record"
@@ -566,7 +567,7 @@ func (c *Consumer) decode(pp *pollPart, v *readpath.View, recs []Record) ([]Reco
 		for len(buf) > 0 && len(recs) < c.opts.MaxPollRecords {
 			bt, rest, err := record.Parse(buf)
 			if err != nil {
-				return fmt.Errorf("%w: %s: batch at offset %d: %w", ErrCorrupt, p, pp.pos, err)
+				return fmt.Errorf("folio: %s: %w", p, errs.Mark(err, ErrCorrupt))
 			}
 			buf = rest
 			if bt.LastOffset() < pp.pos {
@@ -600,7 +601,7 @@ func (c *Consumer) decode(pp *pollPart, v *readpath.View, recs []Record) ([]Reco
 				it.Close()
 			}
 			if err != nil {
-				return fmt.Errorf("%w: %s: batch at offset %d: %w", ErrCorrupt, p, bt.BaseOffset(), err)
+				return fmt.Errorf("folio: %s: %w", p, errs.Mark(err, ErrCorrupt))
 			}
 			if !full {
 				// Offsets after the last record (compaction gaps) belong

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"time"
 
-	"github.com/foliolog/folio/vfs"
+	"github.com/foliolog/folio/errs"
 	"github.com/foliolog/folio/topic"
+	"github.com/foliolog/folio/vfs"
 )
 
 // Files of a data directory that belong to the Broker (the topic catalog,
@@ -62,6 +64,9 @@ func checkFormat(fsys vfs.FS, dir string, create bool) (fresh bool, err error) {
 	data, err := readMetaFile(fsys, dir, FormatFile)
 	if err == nil {
 		v, payload, err := decodeMeta(FormatFile, formatMagic, data)
+		if errors.Is(err, ErrCorrupt) {
+			return false, locateMeta(dir, FormatFile, err)
+		}
 		if err != nil {
 			return false, fmt.Errorf("%w (data directory %s)", err, dir)
 		}
@@ -70,7 +75,7 @@ func checkFormat(fsys vfs.FS, dir string, create bool) (fresh bool, err error) {
 				ErrUnknownFormat, dir, v, FormatVersion)
 		}
 		if string(payload) != formatPayload {
-			return false, fmt.Errorf("%w: %s: format file payload %q", ErrCorrupt, dir, payload)
+			return false, errs.Corruptf(ErrCorrupt, filepath.Join(dir, FormatFile), metaHeaderSize, "payload %q, want %q", payload, formatPayload)
 		}
 		return false, nil
 	}
@@ -167,7 +172,9 @@ const (
 
 // decodeCheckpoint parses a checkpoint file of version 1 or 2. Every
 // structural problem is ErrCorrupt: a checkpoint that lies would let
-// recovery skip a torn tail. A version 1 entry has no cleaner checkpoint:
+// recovery skip a torn tail; it is an *errs.Corruption of CheckpointFile
+// at the byte where the bad entry starts (see locateMeta). A version 1
+// entry has no cleaner checkpoint:
 // its firstDirtyOffset is zero, which the log takes as "nothing cleaned"
 // (the safe answer: a full cleaning, tombstones kept longer).
 func decodeCheckpoint(data []byte) (map[partKey]checkpointEntry, error) {
@@ -184,8 +191,10 @@ func decodeCheckpoint(data []byte) (map[partKey]checkpointEntry, error) {
 	default:
 		return nil, fmt.Errorf("%w: %s version %d, this Folio knows 1 to %d", ErrUnknownFormat, CheckpointFile, v, checkpointVersion)
 	}
+	payload := len(p)
+	// bad reports damage at the start of what p holds now.
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s: %s", ErrCorrupt, CheckpointFile, fmt.Sprintf(format, args...))
+		return errs.Corruptf(ErrCorrupt, CheckpointFile, int64(metaHeaderSize+payload-len(p)), format, args...)
 	}
 	if len(p) < 4 {
 		return nil, bad("payload of %d bytes has no entry count", len(p))
@@ -243,6 +252,9 @@ func readCheckpoint(fsys vfs.FS, dir string) (map[partKey]checkpointEntry, error
 		return nil, err
 	}
 	m, err := decodeCheckpoint(data)
+	if errors.Is(err, ErrCorrupt) {
+		return nil, locateMeta(dir, CheckpointFile, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w (data directory %s)", err, dir)
 	}
@@ -268,10 +280,10 @@ func readCleanMarker(fsys vfs.FS, dir string) (clean bool, at time.Time, damaged
 	}
 	v, p, err := decodeMeta(CleanShutdownFile, cleanMagic, data)
 	if err != nil {
-		return false, time.Time{}, err
+		return false, time.Time{}, locateMeta(dir, CleanShutdownFile, err)
 	}
 	if v != cleanVersion || len(p) != 8 {
-		return false, time.Time{}, fmt.Errorf("%w: %s: version %d with %d payload bytes", ErrCorrupt, CleanShutdownFile, v, len(p))
+		return false, time.Time{}, errs.Corruptf(ErrCorrupt, filepath.Join(dir, CleanShutdownFile), 4, "version %d with %d payload bytes", v, len(p))
 	}
 	return true, time.UnixMilli(int64(binary.BigEndian.Uint64(p))), nil
 }

@@ -4,19 +4,25 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/foliolog/folio/errs"
 	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/partition"
 	"github.com/foliolog/folio/topic"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // Sentinel errors. Errors returned by this package wrap them (test with
 // errors.Is) together with the data directory, file, topic or partition they
 // concern. Where a lower package already defines the class, the sentinel is
 // that package's value, so one errors.Is works whichever layer reported it.
+// A sentinel with a Kafka equivalent carries its code (the comment names
+// it): errs.Kafka(err) gives it, and errors.Is(err, kerr.Xxx) holds.
 var (
 	// ErrClosed is returned by every call on a Broker, Producer or Consumer
-	// after its Close, and by a second Close.
-	ErrClosed = errors.New("folio: closed")
+	// after its Close, and by a second Close. It is errs.ErrClosed, which
+	// every package's closed error matches (log.ErrClosed,
+	// group.ErrClosed, ...).
+	ErrClosed = errs.ErrClosed
 
 	// ErrDirLocked means another Broker, in this process or another one,
 	// holds the data directory's lock. The error names the holder's pid and
@@ -28,36 +34,42 @@ var (
 	// Folio data directory at all. Nothing in it is touched.
 	ErrUnknownFormat = errors.New("folio: unknown data directory format")
 
-	// ErrCorrupt is the class of damaged metadata files (format version,
-	// checkpoint): a bad magic number, length or checksum. It also matches
-	// corruption reported by the log and topic packages, see IsCorrupt.
-	ErrCorrupt = errors.New("folio: corrupt metadata")
+	// ErrCorrupt is the class of every error about damaged bytes on disk,
+	// whichever layer found them: this package's metadata files (format
+	// version, checkpoint, clean-shutdown marker), the topic catalog and
+	// producer snapshots, segments, indexes, batches, group records. It is
+	// errs.ErrCorrupt; errors.As finds an *errs.Corruption with the file
+	// and byte position. See IsCorrupt. Kafka: CORRUPT_MESSAGE.
+	ErrCorrupt = errs.ErrCorrupt
 
 	// ErrReadOnly is returned by every write (create or delete a topic,
 	// produce) on a Broker opened read-only.
 	ErrReadOnly = errors.New("folio: broker is read-only")
 
 	// ErrTopicExists is returned by CreateTopic for a name already taken.
+	// Kafka: TOPIC_ALREADY_EXISTS.
 	ErrTopicExists = topic.ErrExists
 
 	// ErrUnknownTopic is returned for a topic the catalog does not hold.
+	// Kafka: UNKNOWN_TOPIC_OR_PARTITION.
 	ErrUnknownTopic = topic.ErrNotFound
 
 	// ErrUnknownPartition is returned for a partition outside [0, n) of its
-	// topic.
-	ErrUnknownPartition = errors.New("folio: unknown partition")
+	// topic. Kafka: UNKNOWN_TOPIC_OR_PARTITION.
+	ErrUnknownPartition = errs.New("folio: unknown partition", kerr.UnknownTopicOrPartition)
 
 	// ErrInvalidName is topic.ErrInvalidName: a topic name outside Kafka's
-	// rules (1-249 characters of [a-zA-Z0-9._-], not "." or "..").
+	// rules (1-249 characters of [a-zA-Z0-9._-], not "." or ".."). Kafka:
+	// INVALID_TOPIC_EXCEPTION.
 	ErrInvalidName = topic.ErrInvalidName
 
 	// ErrReservedName is topic.ErrReservedName: names starting with "__"
-	// belong to Folio's own topics.
+	// belong to Folio's own topics. Kafka: INVALID_TOPIC_EXCEPTION.
 	ErrReservedName = topic.ErrReservedName
 
 	// ErrInvalidConfig wraps a topic configuration or Options field that is
-	// out of range; the message names the field.
-	ErrInvalidConfig = errors.New("folio: invalid configuration")
+	// out of range; the message names the field. Kafka: INVALID_CONFIG.
+	ErrInvalidConfig = errs.New("folio: invalid configuration", kerr.InvalidConfig)
 
 	// ErrMessageTooLarge is returned for a record that does not fit in a
 	// batch of the topic's MaxMessageBytes on its own, and for an appended
@@ -81,24 +93,29 @@ var (
 
 	// ErrPartitionFailed is returned by produce to a partition whose log
 	// stopped accepting writes after a failed write or fsync (fail-stop).
-	// Reopening the Broker recovers it. It wraps log.ErrFailed.
+	// Reopening the Broker recovers it. It is log.ErrFailed. Kafka:
+	// KAFKA_STORAGE_ERROR.
 	ErrPartitionFailed = log.ErrFailed
 
 	// ErrOffsetOutOfRange is returned when a consumer's position lies
 	// outside the partition's offsets and its ResetPolicy is ResetNone.
-	// The error is an *OffsetOutOfRangeError with the valid range.
-	ErrOffsetOutOfRange = errors.New("folio: offset out of range")
+	// The error is an *OffsetOutOfRangeError with the valid range. Kafka:
+	// OFFSET_OUT_OF_RANGE.
+	ErrOffsetOutOfRange = errs.New("folio: offset out of range", kerr.OffsetOutOfRange)
 
 	// ErrOutOfOrderSequence is topic.ErrOutOfOrderSequence: an idempotent
 	// batch whose first sequence does not follow the producer's last one.
+	// Kafka: OUT_OF_ORDER_SEQUENCE_NUMBER.
 	ErrOutOfOrderSequence = topic.ErrOutOfOrderSequence
 
 	// ErrProducerFenced is topic.ErrProducerFenced: a batch from an older
-	// epoch of a producer id that a newer epoch has taken over.
+	// epoch of a producer id that a newer epoch has taken over. Kafka:
+	// INVALID_PRODUCER_EPOCH.
 	ErrProducerFenced = topic.ErrProducerFenced
 
 	// ErrDuplicateSequence is topic.ErrDuplicateSequence: a retry of a batch
-	// older than the ones whose offsets the partition remembers.
+	// older than the ones whose offsets the partition remembers. Kafka:
+	// DUPLICATE_SEQUENCE_NUMBER.
 	ErrDuplicateSequence = topic.ErrDuplicateSequence
 
 	// ErrNotAssigned is returned by Consumer calls naming a partition the
@@ -113,8 +130,8 @@ var (
 	// sent to a compacted topic: compaction keeps the latest record per
 	// key, so Kafka's brokers refuse keyless records there. The producer
 	// refuses the record up front, so the other records of its batch are
-	// not failed with it.
-	ErrNoKey = errors.New("folio: record without a key for a compacted topic")
+	// not failed with it. Kafka: INVALID_RECORD.
+	ErrNoKey = errs.New("folio: record without a key for a compacted topic", kerr.InvalidRecord)
 )
 
 // OffsetOutOfRangeError reports a consumer position outside [Start, End]:
@@ -132,12 +149,12 @@ func (e *OffsetOutOfRangeError) Error() string {
 	return fmt.Sprintf("folio: %s-%d: offset %d out of range [%d, %d]", e.Topic, e.Partition, e.Offset, e.Start, e.End)
 }
 
-// Is makes errors.Is(err, ErrOffsetOutOfRange) true.
-func (e *OffsetOutOfRangeError) Is(target error) bool { return target == ErrOffsetOutOfRange }
+// Unwrap makes errors.Is(err, ErrOffsetOutOfRange) true, and gives the
+// error ErrOffsetOutOfRange's Kafka code.
+func (e *OffsetOutOfRangeError) Unwrap() error { return ErrOffsetOutOfRange }
 
 // IsCorrupt reports whether err is about damaged bytes on disk, whichever
 // layer found them: this package's metadata, a topic catalog or producer
-// snapshot, or a partition's log.
-func IsCorrupt(err error) bool {
-	return errors.Is(err, ErrCorrupt) || errors.Is(err, topic.ErrCorrupt) || errors.Is(err, log.ErrCorrupt)
-}
+// snapshot, a partition's log, the records of __consumer_offsets. It is
+// errors.Is(err, ErrCorrupt).
+func IsCorrupt(err error) bool { return errors.Is(err, ErrCorrupt) }

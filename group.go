@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/foliolog/folio/errs"
 	"github.com/foliolog/folio/group"
 	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/topic"
@@ -140,7 +141,7 @@ type groupTopics struct{ b *Broker }
 func (t groupTopics) Partitions(name string) (int32, error) {
 	ts, ok := (*t.b.topics.Load())[name]
 	if !ok {
-		return 0, fmt.Errorf("%w: %w: %q", group.ErrUnknownTopicOrPartition, ErrUnknownTopic, name)
+		return 0, fmt.Errorf("%w: %q", ErrUnknownTopic, name) // UNKNOWN_TOPIC_OR_PARTITION
 	}
 	return int32(len(ts.parts)), nil
 }
@@ -148,7 +149,7 @@ func (t groupTopics) Partitions(name string) (int32, error) {
 func (t groupTopics) Offsets(name string, partition int32) (group.PartitionOffsets, error) {
 	p, err := t.b.lookup(name, partition)
 	if err != nil {
-		return group.PartitionOffsets{}, fmt.Errorf("%w: %w", group.ErrUnknownTopicOrPartition, err)
+		return group.PartitionOffsets{}, errs.Mark(err, group.ErrUnknownTopicOrPartition)
 	}
 	return group.PartitionOffsets{
 		LogStart:      p.LogStartOffset(),

@@ -27,7 +27,7 @@ var layers = []struct {
 	{30, []string{"log"}},
 	{20, []string{"segment"}},
 	{10, []string{"index"}},
-	{0, []string{"record", "readpath", "vfs", "vfs/", "internal/"}},
+	{0, []string{"errs", "record", "readpath", "vfs", "vfs/", "internal/"}},
 }
 
 // rankOf returns the rank of a package path relative to the module root.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/foliolog/folio/errs"
 	"github.com/foliolog/folio/vfs"
 )
 
@@ -45,29 +46,41 @@ func encodeMeta(magic string, version uint16, payload []byte) []byte {
 }
 
 // decodeMeta checks a frame and returns its version and payload (aliasing
-// data). name is for error messages. Any damage is an error wrapping
-// ErrCorrupt, except a magic number from another file kind, which wraps
-// ErrUnknownFormat.
+// data). name is the file's name. Any damage is an *errs.Corruption of
+// name (matching ErrCorrupt), which locateMeta turns into the file's path;
+// a magic number from another file kind wraps ErrUnknownFormat.
 func decodeMeta(name, magic string, data []byte) (uint16, []byte, error) {
 	if len(data) < metaHeaderSize+metaTrailerSize {
-		return 0, nil, fmt.Errorf("%w: %s: %d bytes, shorter than a header", ErrCorrupt, name, len(data))
+		return 0, nil, errs.Corruptf(ErrCorrupt, name, -1, "%d bytes, shorter than a header", len(data))
 	}
 	if string(data[0:4]) != magic {
 		return 0, nil, fmt.Errorf("%w: %s: magic %q, want %q", ErrUnknownFormat, name, data[0:4], magic)
 	}
 	n := binary.BigEndian.Uint32(data[8:12])
 	if uint64(n) != uint64(len(data)-metaHeaderSize-metaTrailerSize) {
-		return 0, nil, fmt.Errorf("%w: %s: payload length %d, file holds %d", ErrCorrupt, name, n, len(data)-metaHeaderSize-metaTrailerSize)
+		return 0, nil, errs.Corruptf(ErrCorrupt, name, 8, "payload length %d, file holds %d", n, len(data)-metaHeaderSize-metaTrailerSize)
 	}
 	end := metaHeaderSize + int(n)
 	want := binary.BigEndian.Uint32(data[end:])
 	if got := crc32.Checksum(data[:end], castagnoli); got != want {
-		return 0, nil, fmt.Errorf("%w: %s: checksum %08x, want %08x", ErrCorrupt, name, got, want)
+		return 0, nil, errs.Corruptf(ErrCorrupt, name, -1, "checksum %08x, want %08x", got, want)
 	}
 	if r := binary.BigEndian.Uint16(data[6:8]); r != 0 {
-		return 0, nil, fmt.Errorf("%w: %s: reserved field %d", ErrCorrupt, name, r)
+		return 0, nil, errs.Corruptf(ErrCorrupt, name, 6, "reserved field %d", r)
 	}
 	return binary.BigEndian.Uint16(data[4:6]), data[metaHeaderSize:end], nil
+}
+
+// locateMeta names the metadata file dir/name in an error from decoding
+// it: an *errs.Corruption made by decodeMeta or a payload decoder, which
+// know only the file's name, gets the full path. The error must be one
+// just made by those decoders (never a shared value): its Corruption is
+// changed in place. Other errors pass unchanged.
+func locateMeta(dir, name string, err error) error {
+	if c, ok := errors.AsType[*errs.Corruption](err); ok && c.Path == name {
+		c.Path = filepath.Join(dir, name)
+	}
+	return err
 }
 
 // writeMetaFile writes data as dir/name durably: a temporary file, fsync,
@@ -101,7 +114,7 @@ func readMetaFile(fsys vfs.FS, dir, name string) ([]byte, error) {
 		return nil, fmt.Errorf("folio: %s: %w", p, err)
 	}
 	if fi.Size() > maxMetaBytes {
-		return nil, fmt.Errorf("%w: %s is %d bytes, more than the %d a metadata file may have", ErrCorrupt, p, fi.Size(), maxMetaBytes)
+		return nil, errs.Corruptf(ErrCorrupt, p, -1, "%d bytes, more than the %d a metadata file may have", fi.Size(), maxMetaBytes)
 	}
 	data := make([]byte, fi.Size())
 	if _, err := io.ReadFull(io.NewSectionReader(f, 0, fi.Size()), data); err != nil {

@@ -100,6 +100,9 @@ func (b *Broker) createTopic(name string, cfg TopicConfig, internal bool) (Topic
 	} else {
 		in, err = b.catalog.Create(name, cfg)
 	}
+	if errors.Is(err, ErrTopicExists) || errors.Is(err, topic.ErrNameCollision) {
+		return TopicInfo{}, err // it names the topic; said once
+	}
 	if err != nil {
 		return TopicInfo{}, fmt.Errorf("folio: creating topic %q: %w", name, err)
 	}

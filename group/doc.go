@@ -36,9 +36,10 @@
 // the events that fence members: a commit that passed its check is durable
 // before any member is removed or a generation starts.
 //
-// Errors that Kafka reports with a code are *Error values (ErrUnknownMemberID
-// and so on, see ErrorCode and ErrorForCode), wrapped with the group,
-// member or partition; errors.Is matches them.
+// Errors that Kafka reports with a code are franz-go's *kerr.Error values
+// (ErrUnknownMemberID is kerr.UnknownMemberID, and so on), wrapped with the
+// group, member or partition; errors.Is matches them, and errs.Kafka gives
+// the code a Kafka endpoint answers with.
 //
 // # Members
 //

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/foliolog/folio/errs"
 	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/record"
 )
@@ -531,10 +532,14 @@ func (c *Coordinator) load() error {
 				g.applyLocked(or, r.Offset())
 			}
 			if err := it.Err(); err != nil {
-				return fmt.Errorf("%w: %s-%d batch at %d: %w", ErrCorrupt, OffsetsTopic, p, b.BaseOffset(), err)
+				return errs.Corrupt(ErrCorrupt, fmt.Sprintf("%s-%d", OffsetsTopic, p), -1, err).AtOffset(b.BaseOffset())
 			}
 			return nil
 		})
+		if _, located := errors.AsType[*errs.Corruption](err); located {
+			// It names the partition and offset itself.
+			return fmt.Errorf("group: loading offsets: %w", err)
+		}
 		if err != nil {
 			return fmt.Errorf("group: loading %s-%d: %w", OffsetsTopic, p, err)
 		}

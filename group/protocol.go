@@ -10,8 +10,8 @@ import (
 // OffsetCommit, OffsetFetch, OffsetDelete, DescribeGroups, ListGroups and
 // DeleteGroups messages (timeouts as time.Duration instead of milliseconds,
 // a nullable string as ""). A request-level error is the method's error,
-// an *Error (see ErrorCode); per-member and per-partition errors sit in the
-// response, as in Kafka.
+// carrying a *kerr.Error (errs.Kafka gives the code to answer with);
+// per-member and per-partition errors sit in the response, as in Kafka.
 
 // ProtocolTypeConsumer is the protocol type of Kafka consumers, whose
 // member metadata and assignments are Kafka's ConsumerProtocol encodings.
@@ -186,7 +186,8 @@ type LeaveGroupResponse struct {
 	Members []LeaveGroupMemberResponse
 }
 
-// LeaveGroupMemberResponse is one member's result; Err is nil or an *Error.
+// LeaveGroupMemberResponse is one member's result; Err is nil or carries a
+// *kerr.Error.
 type LeaveGroupMemberResponse struct {
 	MemberID   string
 	InstanceID string
@@ -234,8 +235,8 @@ type OffsetCommitResponseTopic struct {
 	Partitions []OffsetCommitResponsePartition
 }
 
-// OffsetCommitResponsePartition is one partition's result; Err is nil or an
-// *Error.
+// OffsetCommitResponsePartition is one partition's result; Err is nil or
+// carries a *kerr.Error.
 type OffsetCommitResponsePartition struct {
 	Partition int32
 	Err       error
@@ -319,8 +320,8 @@ type GroupListing struct {
 	State        State
 }
 
-// DeleteGroupResult is one group's result in DeleteGroups; Err is nil or an
-// *Error.
+// DeleteGroupResult is one group's result in DeleteGroups; Err is nil or
+// carries a *kerr.Error.
 type DeleteGroupResult struct {
 	Group string
 	Err   error

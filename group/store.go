@@ -4,8 +4,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/foliolog/folio/readpath"
+	"github.com/foliolog/folio/errs"
 	"github.com/foliolog/folio/log"
+	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/record"
 )
 
@@ -116,7 +117,7 @@ func (s logStore) Scan(p int32, fn func(record.Batch) error) error {
 			for len(buf) > 0 {
 				bt, rest, err := record.Parse(buf)
 				if err != nil {
-					return fmt.Errorf("%w: %s batch at offset %d: %w", ErrCorrupt, l.Dir(), next, err)
+					return errs.Corrupt(ErrCorrupt, l.Dir(), -1, err).AtOffset(next)
 				}
 				buf = rest
 				if bt.LastOffset() < off {
@@ -137,7 +138,7 @@ func (s logStore) Scan(p int32, fn func(record.Batch) error) error {
 			return err
 		}
 		if next == off {
-			return fmt.Errorf("%w: %s: no progress reading at offset %d", ErrCorrupt, l.Dir(), off)
+			return errs.Corruptf(ErrCorrupt, l.Dir(), -1, "reading made no progress").AtOffset(off)
 		}
 		off = next
 	}

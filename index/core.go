@@ -12,6 +12,7 @@ import (
 
 	"github.com/edsrzf/mmap-go"
 
+	"github.com/foliolog/folio/errs"
 	"github.com/foliolog/folio/vfs"
 )
 
@@ -135,10 +136,10 @@ func (c *core) checkFile(f vfs.File, sanity sanityFunc) (int64, error) {
 	size := st.Size()
 	es := int64(c.entrySize)
 	if size%es != 0 {
-		return 0, fmt.Errorf("%w: %s: size %d is not a multiple of the %d-byte entry", ErrCorrupt, c.path, size, es)
+		return 0, errs.Corruptf(ErrCorrupt, c.path, -1, "size %d is not a multiple of the %d-byte entry", size, es)
 	}
 	if size > maxFileBytes {
-		return 0, fmt.Errorf("%w: %s: size %d is above the %d bytes an index can address", ErrCorrupt, c.path, size, int64(maxFileBytes))
+		return 0, errs.Corruptf(ErrCorrupt, c.path, -1, "size %d is above the %d bytes an index can address", size, int64(maxFileBytes))
 	}
 	n := size / es
 	if n == 0 {
@@ -153,7 +154,7 @@ func (c *core) checkFile(f vfs.File, sanity sanityFunc) (int64, error) {
 		return 0, fmt.Errorf("index: read %s at %d: %w", c.path, size-es, err)
 	}
 	if err := sanity(first, last, n); err != nil {
-		return 0, fmt.Errorf("%w: %s (%d entries): %w", ErrCorrupt, c.path, n, err)
+		return 0, errs.Corruptf(ErrCorrupt, c.path, -1, "%d entries: %w", n, err)
 	}
 	return size, nil
 }
@@ -210,7 +211,7 @@ func (c *core) endFaultGuard(old bool, m *mapping, err *error) {
 		start := uintptr(unsafe.Pointer(unsafe.SliceData(m.data)))
 		if a := f.Addr(); a >= start && a < start+uintptr(len(m.data)) {
 			faultsCaught.Add(1)
-			*err = fmt.Errorf("%w: %s: memory fault at byte %d of the mapping (file shrunk underneath, or I/O error)", ErrCorrupt, c.name(), a-start)
+			*err = errs.Corruptf(ErrCorrupt, c.name(), int64(a-start), "memory fault reading the mapping (file shrunk underneath, or I/O error)")
 			return
 		}
 	}
@@ -375,7 +376,7 @@ func (c *core) remapWritable(f vfs.File, n int64) (*mapping, error) {
 	// A sealed file is exactly its entries, or longer if its trim failed;
 	// shorter means someone else cut it.
 	if size%es != 0 || size < n*es || size > maxFileBytes {
-		return nil, fmt.Errorf("%w: %s: size %d for %d entries of %d bytes", ErrCorrupt, c.path, size, n, es)
+		return nil, errs.Corruptf(ErrCorrupt, c.path, -1, "size %d for %d entries of %d bytes", size, n, es)
 	}
 	mapLen := max(c.maxBytes, size)
 	data, err := c.mapFile(f, mapLen, true)

@@ -1,14 +1,19 @@
 package index
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/foliolog/folio/errs"
+)
 
 var (
 	// ErrCorrupt marks an index file that fails the open-time sanity check
 	// (size not a multiple of the entry size, last offset below the base,
 	// entries out of order) or whose mapping faulted while being read. The
 	// index carries no checksum: the segment's answer to ErrCorrupt is to
-	// rebuild the index from its .log file.
-	ErrCorrupt = errors.New("index: corrupt index")
+	// rebuild the index from its .log file. Errors are *errs.Corruption
+	// values naming the index file; it matches errs.ErrCorrupt.
+	ErrCorrupt = errs.New("index: corrupt index", errs.ErrCorrupt)
 	// ErrFull means a writable index holds MaxEntries entries; the segment
 	// must roll before indexing more batches.
 	ErrFull = errors.New("index: index is full")
@@ -20,8 +25,8 @@ var (
 	// Reactivate makes it writable again.
 	ErrReadOnly = errors.New("index: index is read-only")
 	// ErrClosed is returned by every method that can fail once Close has run,
-	// including a second Close.
-	ErrClosed = errors.New("index: index is closed")
+	// including a second Close. It matches errs.ErrClosed.
+	ErrClosed = errs.New("index: index is closed", errs.ErrClosed)
 	// ErrNotMonotonic is returned by Append when the entry would break the
 	// order lookups rely on: offsets must increase strictly (time index:
 	// never decrease) and positions must never decrease.

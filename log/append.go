@@ -102,7 +102,7 @@ func (l *Log) checkBatch(b record.Batch, full bool) error {
 		return fmt.Errorf("%w: length field says %d bytes, have %d", ErrInvalidBatch, size, len(b))
 	}
 	if len(b) > l.opts.MaxBatchBytes {
-		return fmt.Errorf("%w: %w: %d bytes, the limit is %d", ErrInvalidBatch, ErrBatchTooLarge, len(b), l.opts.MaxBatchBytes)
+		return fmt.Errorf("%w: %d bytes, the limit is %d", ErrBatchTooLarge, len(b), l.opts.MaxBatchBytes)
 	}
 	if int64(b.NumRecords()) > int64(b.LastOffsetDelta())+1 {
 		return fmt.Errorf("%w: %d records for %d offsets", ErrInvalidBatch, b.NumRecords(), int64(b.LastOffsetDelta())+1)

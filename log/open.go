@@ -14,9 +14,9 @@ import (
 
 	"github.com/google/btree"
 
-	"github.com/foliolog/folio/vfs"
 	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/segment"
+	"github.com/foliolog/folio/vfs"
 )
 
 // Suffixes of the files a crash can leave behind, after Kafka's rules.
@@ -403,14 +403,14 @@ func (l *Log) loadLast(last *segEntry, recovered map[*segEntry]bool) error {
 		return nil
 	}
 	if recovered[last] || !errors.Is(err, segment.ErrCorrupt) {
-		return fmt.Errorf("log: open %s: %w", last.seg, err)
+		return fmt.Errorf("log: load the last segment: %w", err)
 	}
 	if err := l.beforeWrite(); err != nil {
 		return err
 	}
 	res, rerr := last.seg.Recover()
 	if rerr != nil {
-		return fmt.Errorf("log: recover %s: %w", last.seg, errors.Join(err, rerr))
+		return fmt.Errorf("log: recover the last segment: %w", errors.Join(err, rerr))
 	}
 	l.recovery.Clean = false
 	l.recovery.SegmentsScanned++

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/foliolog/folio/errs"
 	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/segment"
@@ -147,7 +148,7 @@ func (l *Log) readSnapshot(sn *snapshot, limit *mark, offset int64, maxBytes int
 			return v, nil
 		}
 		if !errors.Is(err, segment.ErrOffsetOutOfRange) {
-			return nil, markCorrupt(fmt.Errorf("log: read %s at %d: %w", l.dir, offset, err))
+			return nil, markCorrupt(fmt.Errorf("log: read at offset %d: %w", offset, err))
 		}
 		if e.base == limit.segBase {
 			// The batch holding offset ends beyond the visible bytes.
@@ -256,7 +257,7 @@ func (l *Log) offsetForTime(ts int64) (offset int64, ok bool, err error) {
 		return true
 	})
 	if ferr != nil {
-		return 0, false, markCorrupt(fmt.Errorf("log: offset for time %d in %s: %w", ts, l.dir, ferr))
+		return 0, false, markCorrupt(fmt.Errorf("log: offset for time %d: %w", ts, ferr))
 	}
 	if !found || offset >= hw.offset {
 		return 0, false, nil
@@ -305,7 +306,7 @@ func (l *Log) markFor(sn *snapshot, offset int64) (mark, error) {
 			return m, nil
 		}
 		if !errors.Is(err, segment.ErrOffsetOutOfRange) {
-			return mark{}, markCorrupt(fmt.Errorf("log: find offset %d in %s: %w", offset, l.dir, err))
+			return mark{}, markCorrupt(fmt.Errorf("log: find offset %d: %w", offset, err))
 		}
 		e = nextEntry(sn, e)
 	}
@@ -328,7 +329,7 @@ func (l *Log) batchMark(e *segEntry, offset int64) (mark, error) {
 			return err
 		}
 		if len(b) < record.HeaderSize {
-			return fmt.Errorf("%w: %s: short batch at %d", ErrCorrupt, e.seg, v.Pos())
+			return errs.Corruptf(ErrCorrupt, e.seg.String(), v.Pos(), "%d bytes, short of a batch header", len(b))
 		}
 		base = record.Batch(b).BaseOffset()
 		return nil

@@ -1,10 +1,10 @@
 package partition
 
 import (
-	"errors"
-
+	"github.com/foliolog/folio/errs"
 	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/topic"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // Sentinel errors. Errors returned by this package wrap them (test with
@@ -16,12 +16,12 @@ var (
 	// valid RecordBatch v2, for a control batch (only Folio writes those),
 	// and for a batch the log refuses (a keyless record for a compacted
 	// topic, which also wraps log.ErrNoKey). Nothing is written.
-	ErrInvalidBatch = errors.New("partition: invalid batch")
+	ErrInvalidBatch = errs.New("partition: invalid batch", kerr.CorruptMessage)
 
 	// ErrMessageTooLarge is returned for a batch above the topic's
 	// max.message.bytes (after recompression to the topic's codec).
 	// Nothing is written.
-	ErrMessageTooLarge = errors.New("partition: message too large")
+	ErrMessageTooLarge = errs.New("partition: message too large", kerr.MessageTooLarge)
 
 	// ErrUnknownOutcome is returned when an append may or may not have
 	// been written: a write or fsync failed after the log assigned
@@ -30,12 +30,12 @@ var (
 	// (the appender's ctx, or too few replicas after the append). An
 	// idempotent producer retries with the same sequence numbers, which
 	// makes the retry safe.
-	ErrUnknownOutcome = errors.New("partition: outcome unknown: the records may or may not have been written")
+	ErrUnknownOutcome = errs.New("partition: outcome unknown: the records may or may not have been written", kerr.RequestTimedOut)
 
 	// ErrDiskFull is returned by an append that met a full disk (ENOSPC).
 	// The partition then refuses appends until it is reopened, as after
 	// any failed write (ErrFailed); reads and retention go on.
-	ErrDiskFull = errors.New("partition: no space left on device")
+	ErrDiskFull = errs.New("partition: no space left on device", kerr.KafkaStorageError)
 
 	// ErrFailed is log.ErrFailed: the partition refuses appends after a
 	// failed write or fsync (fail-stop). Reopening recovers it.

@@ -1,10 +1,15 @@
 package readpath
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/foliolog/folio/errs"
+)
 
 var (
-	// ErrClosed is returned by View and Close once the Source is closed.
-	ErrClosed = errors.New("readpath: source closed")
+	// ErrClosed is returned by View and Close once the Source is closed. It
+	// matches errs.ErrClosed.
+	ErrClosed = errs.New("readpath: source closed", errs.ErrClosed)
 	// ErrReleased is returned by Bytes and WriteTo after Release.
 	ErrReleased = errors.New("readpath: view released")
 	// ErrTruncated means the file no longer holds the view's range (Kafka's

@@ -1,12 +1,20 @@
 package record
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/foliolog/folio/errs"
+)
 
 var (
 	// ErrCorrupt marks bytes that are not a valid batch: bad magic, length,
 	// checksum, record framing or compressed payload. Errors wrap it with the
-	// detail (batch base offset, byte position), so test with errors.Is.
-	ErrCorrupt = errors.New("record: corrupt batch")
+	// detail ("record: corrupt batch at offset 17: crc ..."), so test with
+	// errors.Is. It matches errs.ErrCorrupt, the class every layer's
+	// corruption shares. This package sees bytes, not files: the first
+	// layer that knows the file reports the damage as an *errs.Corruption
+	// with the path and byte position.
+	ErrCorrupt = errs.New("record: corrupt batch", errs.ErrCorrupt)
 	// ErrShortBatch means fewer bytes than a batch header or than the
 	// batch's length field claims; at the tail of a file it is a torn write.
 	ErrShortBatch = errors.New("record: short batch")

@@ -131,10 +131,10 @@ func (b Batch) Validate() error {
 		return err
 	}
 	if size != len(b) {
-		return fmt.Errorf("%w: length field says %d bytes, have %d", ErrCorrupt, size, len(b))
+		return fmt.Errorf("%w at offset %d: length field says %d bytes, have %d", ErrCorrupt, b.BaseOffset(), size, len(b))
 	}
 	if got, want := b.ComputeCRC(), b.CRC(); got != want {
-		return fmt.Errorf("%w: crc %08x, computed %08x", ErrCorrupt, want, got)
+		return fmt.Errorf("%w at offset %d: crc %08x, computed %08x", ErrCorrupt, b.BaseOffset(), want, got)
 	}
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+
+	"github.com/foliolog/folio/errs"
 )
 
 // minRecordSize is the smallest encoded record: a one-byte length, then
@@ -180,11 +182,11 @@ func (it *RecordIter) init(b Batch, opts *DecodeOptions) error {
 		return fmt.Errorf("%w: batch at offset %d is %d bytes, over MaxBatchBytes %d", ErrTooLarge, b.BaseOffset(), size, o.MaxBatchBytes)
 	}
 	if size != len(b) {
-		return fmt.Errorf("%w: batch at offset %d: length field says %d bytes, have %d", ErrCorrupt, b.BaseOffset(), size, len(b))
+		return fmt.Errorf("%w at offset %d: length field says %d bytes, have %d", ErrCorrupt, b.BaseOffset(), size, len(b))
 	}
 	if !o.SkipCRC {
 		if got, want := b.ComputeCRC(), b.CRC(); got != want {
-			return fmt.Errorf("%w: batch at offset %d: crc %08x, computed %08x", ErrCorrupt, b.BaseOffset(), want, got)
+			return fmt.Errorf("%w at offset %d: crc %08x, computed %08x", ErrCorrupt, b.BaseOffset(), want, got)
 		}
 	}
 	it.batch = b
@@ -201,7 +203,7 @@ func (it *RecordIter) init(b Batch, opts *DecodeOptions) error {
 	switch {
 	case codec == CodecNone:
 	case !codec.valid():
-		return fmt.Errorf("%w: batch at offset %d: %w %d", ErrCorrupt, it.baseOffset, ErrUnknownCodec, codec)
+		return errs.Mark(fmt.Errorf("%w at offset %d: compression codec %d is not one Kafka defines", ErrCorrupt, it.baseOffset, codec), ErrUnknownCodec)
 	case len(it.data) == 0:
 		// A compacted batch can keep its codec bits with no records left;
 		// there is no stream to decode.
@@ -211,14 +213,14 @@ func (it *RecordIter) init(b Batch, opts *DecodeOptions) error {
 			if errors.Is(err, errCodecTooLarge) {
 				return fmt.Errorf("%w: batch at offset %d: %s records section decompresses to more than MaxDecompressedBytes %d", ErrTooLarge, it.baseOffset, codec, o.MaxDecompressedBytes)
 			}
-			return fmt.Errorf("%w: batch at offset %d: %s records section: %w", ErrCorrupt, it.baseOffset, codec, err)
+			return fmt.Errorf("%w at offset %d: %s records section: %w", ErrCorrupt, it.baseOffset, codec, err)
 		}
 		it.data = *it.buf
 	}
 	// Every record takes at least minRecordSize bytes, so a count the data
 	// cannot hold is refused now rather than after decoding the rest.
 	if int64(it.left) > int64(len(it.data)/minRecordSize) {
-		return fmt.Errorf("%w: batch at offset %d claims %d records in %d bytes", ErrCorrupt, it.baseOffset, it.left, len(it.data))
+		return fmt.Errorf("%w at offset %d: claims %d records in %d bytes", ErrCorrupt, it.baseOffset, it.left, len(it.data))
 	}
 	return nil
 }
@@ -231,7 +233,7 @@ func (it *RecordIter) Next() bool {
 	}
 	if it.left == 0 {
 		if it.pos != len(it.data) {
-			it.err = fmt.Errorf("%w: batch at offset %d: %d bytes after the last of %d records", ErrCorrupt, it.baseOffset, len(it.data)-it.pos, it.batch.NumRecords())
+			it.err = fmt.Errorf("%w at offset %d: %d bytes after the last of %d records", ErrCorrupt, it.baseOffset, len(it.data)-it.pos, it.batch.NumRecords())
 			it.pos = len(it.data)
 		}
 		return false
@@ -306,7 +308,7 @@ func (it *RecordIter) decode() error {
 
 func (it *RecordIter) corrupt(what string) error {
 	i := it.batch.NumRecords() - it.left
-	return fmt.Errorf("%w: batch at offset %d: record %d at byte %d of the records section: %s", ErrCorrupt, it.baseOffset, i, it.pos, what)
+	return fmt.Errorf("%w at offset %d: record %d at byte %d of the records section: %s", ErrCorrupt, it.baseOffset, i, it.pos, what)
 }
 
 // Record returns the record Next decoded. See RecordView for how long its

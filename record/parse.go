@@ -29,7 +29,7 @@ func Parse(buf []byte) (b Batch, rest []byte, err error) {
 	}
 	b = Batch(buf[:size:size])
 	if err := b.Validate(); err != nil {
-		return nil, buf, fmt.Errorf("batch at offset %d: %w", b.BaseOffset(), err)
+		return nil, buf, err
 	}
 	return b, buf[size:], nil
 }
@@ -72,7 +72,7 @@ func ReadBatch(r io.Reader, dst []byte, opts *DecodeOptions) (Batch, error) {
 	}
 	b := Batch(dst)
 	if err := b.Validate(); err != nil {
-		return nil, fmt.Errorf("batch at offset %d: %w", b.BaseOffset(), err)
+		return nil, err
 	}
 	return b, nil
 }

@@ -1,15 +1,21 @@
 package segment
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/foliolog/folio/errs"
+)
 
 var (
 	// ErrCorrupt marks a .log whose bytes are not a valid chain of batches
 	// where the segment expected one (below the written size of a segment
-	// that was not recovered). Errors wrap it with the file and position.
-	// Recover cuts such a tail; other calls report it.
-	ErrCorrupt = errors.New("segment: corrupt log")
-	// ErrClosed is returned by every call after Close or Delete.
-	ErrClosed = errors.New("segment: closed")
+	// that was not recovered). Errors are *errs.Corruption values with the
+	// file and byte position; it matches errs.ErrCorrupt. Recover cuts such
+	// a tail; other calls report it.
+	ErrCorrupt = errs.New("segment: corrupt log", errs.ErrCorrupt)
+	// ErrClosed is returned by every call after Close or Delete. It
+	// matches errs.ErrClosed.
+	ErrClosed = errs.New("segment: closed", errs.ErrClosed)
 	// ErrSealed is returned by Append on a sealed segment (one that was
 	// sealed, or opened with Open and not activated).
 	ErrSealed = errors.New("segment: sealed")

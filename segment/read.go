@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/foliolog/folio/errs"
 	"github.com/foliolog/folio/index"
 	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/record"
@@ -158,7 +159,7 @@ func (s *Segment) withCursor(fn func(c *cursor) error) error {
 			// segment's back faults there, and Guard makes that an error.
 			err = readpath.Guard(func() error { return fn(c) })
 			if errors.Is(err, readpath.ErrFault) {
-				err = fmt.Errorf("%w: %s: %w", ErrCorrupt, s.logPath, err)
+				err = errs.Corrupt(ErrCorrupt, s.logPath, -1, err)
 			}
 		} else {
 			err = fn(c)
@@ -173,7 +174,7 @@ func (s *Segment) withCursor(fn func(c *cursor) error) error {
 		if attempt > 0 {
 			// A freshly rebuilt index cannot disagree with the log it was
 			// built from unless the log changed under it.
-			return fmt.Errorf("%w: %w", ErrCorrupt, err)
+			return errs.Corrupt(ErrCorrupt, s.logPath, -1, err)
 		}
 		if err := s.repairIndexes(f, gen); err != nil {
 			return err

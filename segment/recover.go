@@ -10,6 +10,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/foliolog/folio/errs"
 	"github.com/foliolog/folio/index"
 	"github.com/foliolog/folio/record"
 )
@@ -28,8 +29,10 @@ type RecoverResult struct {
 	// MaxTimestamp is the largest batch MaxTimestamp, index.NoTimestamp
 	// (-1) when there is none.
 	MaxTimestamp int64
-	// Cause says why the scan stopped before the end of the file (it wraps
-	// ErrCorrupt); nil when nothing was cut.
+	// Cause says why the scan stopped before the end of the file: an
+	// *errs.Corruption with the .log's path, the byte position of the bad
+	// batch and, when its header framed it, its offset. It matches
+	// ErrCorrupt. Nil when nothing was cut.
 	Cause error
 }
 
@@ -141,12 +144,16 @@ func (s *Segment) scanValid(r io.ReaderAt, size int64, p *indexPlan) (RecoverRes
 	var hdr [record.HeaderSize]byte
 	pos, prevLast := int64(0), s.base-1
 	for pos < size {
-		_, cause, err := s.checkBatch(q, pos, prevLast, hdr[:])
+		size, cause, err := s.checkBatch(q, pos, prevLast, hdr[:])
 		if err != nil {
 			return res, nil, err
 		}
 		if cause != nil {
-			res.Cause = fmt.Errorf("%w: %s at position %d: %w", ErrCorrupt, s.logPath, pos, cause)
+			c := errs.Corrupt(ErrCorrupt, s.logPath, pos, cause)
+			if size > 0 {
+				c.AtOffset(record.Batch(hdr[:]).BaseOffset())
+			}
+			res.Cause = c
 			break
 		}
 		h := record.Batch(hdr[:])
@@ -215,7 +222,7 @@ func (s *Segment) checkBatch(q *seqReader, pos, prevLast int64, hdr []byte) (siz
 		p += int64(n)
 	}
 	if want := h.CRC(); crc != want {
-		return size, fmt.Errorf("%w: crc %08x, computed %08x", record.ErrCorrupt, want, crc), nil
+		return size, fmt.Errorf("%w at offset %d: crc %08x, computed %08x", record.ErrCorrupt, base, want, crc), nil
 	}
 	return size, nil, nil
 }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/foliolog/folio/errs"
 	"github.com/foliolog/folio/index"
 	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/vfs"
@@ -419,7 +420,7 @@ func (s *Segment) fileSize(f vfs.File) (int64, error) {
 		return 0, fmt.Errorf("segment: stat %s: %w", s.logPath, err)
 	}
 	if fi.Size() > MaxSegmentBytesLimit {
-		return 0, fmt.Errorf("%w: %s: %d bytes, above the %d a segment can index", ErrCorrupt, s.logPath, fi.Size(), MaxSegmentBytesLimit)
+		return 0, errs.Corruptf(ErrCorrupt, s.logPath, -1, "%d bytes, above the %d a segment can index", fi.Size(), MaxSegmentBytesLimit)
 	}
 	return fi.Size(), nil
 }

@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"time"
+
+	"github.com/foliolog/folio/errs"
 )
 
 // TruncateTo removes every batch that holds an offset at or above offset
@@ -115,7 +117,7 @@ func (s *Segment) truncationPoint(offset int64) (int64, error) {
 			return 0, err
 		}
 		if !found {
-			return 0, fmt.Errorf("%w: %s: no batch holds offset %d below next offset %d", ErrCorrupt, s.logPath, offset, t.next)
+			return 0, errs.Corruptf(ErrCorrupt, s.logPath, -1, "no batch holds offset %d below next offset %d", offset, t.next)
 		}
 		return pos, nil
 	}

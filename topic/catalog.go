@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/foliolog/folio/errs"
 	"github.com/foliolog/folio/vfs"
 )
 
@@ -163,7 +164,7 @@ func OpenCatalog(dir string, opts *Options) (*Catalog, error) {
 		return nil, err
 	default:
 		if c.state, err = decodeCatalog(data); err != nil {
-			return nil, fmt.Errorf("%w (in %s)", err, dir)
+			return nil, c.decodeErr(err)
 		}
 	}
 	c.pidNext = c.state.nextProducerID
@@ -216,7 +217,7 @@ func (c *Catalog) openReadOnly() error {
 			if c.state, err = decodeCatalog(data); err == nil {
 				break
 			}
-			err = fmt.Errorf("%w (in %s)", err, c.dir)
+			err = c.decodeErr(err)
 		}
 		if !errors.Is(err, ErrCorrupt) {
 			return err
@@ -297,13 +298,23 @@ func (c *Catalog) readCatalog() ([]byte, error) {
 		return nil, fmt.Errorf("topic: %s: %w", p, err)
 	}
 	if fi.Size() > maxCatalogBytes {
-		return nil, fmt.Errorf("%w: %s is %d bytes, more than the %d a catalog may have", ErrCorrupt, p, fi.Size(), maxCatalogBytes)
+		return nil, errs.Corruptf(ErrCorrupt, p, -1, "%d bytes, more than the %d a catalog may have", fi.Size(), maxCatalogBytes)
 	}
 	data := make([]byte, fi.Size())
 	if _, err := io.ReadFull(io.NewSectionReader(f, 0, fi.Size()), data); err != nil {
 		return nil, fmt.Errorf("topic: reading %s: %w", p, err)
 	}
 	return data, nil
+}
+
+// decodeErr names the catalog file in an error of decodeCatalog: a
+// corrupt catalog is an *errs.Corruption of the file, a newer format says
+// which file it found.
+func (c *Catalog) decodeErr(err error) error {
+	if errors.Is(err, ErrCorrupt) {
+		return errs.Corrupt(ErrCorrupt, c.path(CatalogFile), -1, err)
+	}
+	return fmt.Errorf("%w (in %s)", err, c.path(CatalogFile))
 }
 
 // refuseStrayPartitions runs when there is no catalog file. Every data
@@ -317,8 +328,8 @@ func (c *Catalog) refuseStrayPartitions() error {
 	}
 	for _, e := range entries {
 		if _, _, ok := ParseDirName(e.Name()); ok && e.IsDir() {
-			return fmt.Errorf("%w: %s is missing but partition directory %s exists; refusing to treat the catalog as empty",
-				ErrCorrupt, c.path(CatalogFile), e.Name())
+			return errs.Corruptf(ErrCorrupt, c.path(CatalogFile), -1,
+				"missing, but partition directory %s exists; refusing to treat the catalog as empty", e.Name())
 		}
 	}
 	return nil

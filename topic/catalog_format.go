@@ -89,10 +89,11 @@ func encodeCatalog(st catalogState) ([]byte, error) {
 
 // decodeCatalog parses and checks a catalog file: framing, checksum, and
 // every field (names, ids, settings, no duplicate or colliding topics).
-// Errors wrap ErrCorrupt, or ErrUnsupportedVersion for a newer format.
+// Errors wrap ErrCorrupt, or ErrUnsupportedVersion for a newer format; the
+// caller, which knows the file, names it (Catalog.decodeErr).
 func decodeCatalog(data []byte) (catalogState, error) {
 	corrupt := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s: %s", ErrCorrupt, CatalogFile, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%w: %s", ErrCorrupt, fmt.Sprintf(format, args...))
 	}
 	if len(data) < catalogHeaderSize+catalogCRCSize {
 		return catalogState{}, corrupt("%d bytes, shorter than an empty catalog", len(data))

@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+
+	"github.com/foliolog/folio/errs"
 )
 
 // Errors of the command line. Every command returns one of these (or an
@@ -28,8 +30,9 @@ var (
 	// ErrCorrupt is damage a read command found on disk: a batch that
 	// fails its checks, an index entry that does not match its log, a
 	// metadata file that fails its checksum. The error carries the file
-	// and the byte position.
-	ErrCorrupt = errors.New("corrupt")
+	// and the byte position. It matches errs.ErrCorrupt (folio.ErrCorrupt),
+	// as the library's corruption errors do.
+	ErrCorrupt = errs.New("corrupt", errs.ErrCorrupt)
 
 	// ErrOffsetDeleted means a consumer's position lies below the start
 	// of the partition: retention or DeleteRecords removed the records.
@@ -57,11 +60,10 @@ func (e *corruptError) Error() string {
 	return fmt.Sprintf("%s: position %d: %v", e.Path, e.Pos, e.Err)
 }
 
-func (e *corruptError) Unwrap() error { return e.Err }
-
-// Is makes errors.Is(err, ErrCorrupt) true for every corruptError, whatever
+// Unwrap returns the cause and ErrCorrupt, so errors.Is(err, ErrCorrupt)
+// (and errs.ErrCorrupt) is true for every corruptError, whatever
 // lower-level error it wraps.
-func (e *corruptError) Is(target error) bool { return target == ErrCorrupt }
+func (e *corruptError) Unwrap() []error { return []error{e.Err, ErrCorrupt} }
 
 // usageError is a command line that cannot run. Its message is the
 // problem alone: main prints the class as the exit status, not as words.
