@@ -8,8 +8,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/foliolog/folio/vfs"
 	"github.com/foliolog/folio/topic"
+	"github.com/foliolog/folio/vfs"
 )
 
 // The functions in this file read a data directory's metadata files

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/foliolog/folio/vfs"
 	"github.com/foliolog/folio/log"
+	"github.com/foliolog/folio/vfs"
 )
 
 // benchGroup is a group of in-process members polling on their own

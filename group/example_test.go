@@ -8,9 +8,9 @@ import (
 	"sync"
 
 	"github.com/foliolog/folio/group"
-	"github.com/foliolog/folio/vfs"
 	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/record"
+	"github.com/foliolog/folio/vfs"
 )
 
 // exampleTopics is the Topics view of one topic with partition logs.

@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/foliolog/folio/readpath"
-	"github.com/foliolog/folio/vfs"
 	"github.com/foliolog/folio/record"
+	"github.com/foliolog/folio/vfs"
 )
 
 // benchLogBytes is the size of the logs the reopen and iteration

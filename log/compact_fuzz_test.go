@@ -9,9 +9,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/foliolog/folio/vfs"
 	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/segment"
+	"github.com/foliolog/folio/vfs"
 )
 
 // FuzzCompactReader feeds arbitrary bytes to the cleaner's segment reader

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/foliolog/folio/index"
-	"github.com/foliolog/folio/vfs"
 	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/segment"
+	"github.com/foliolog/folio/vfs"
 )
 
 // batchReader reads a segment's .log batch by batch through its own

@@ -14,8 +14,8 @@ import (
 	"github.com/google/btree"
 
 	"github.com/foliolog/folio/readpath"
-	"github.com/foliolog/folio/vfs"
 	"github.com/foliolog/folio/segment"
+	"github.com/foliolog/folio/vfs"
 )
 
 // roLog is the state of a read-only log (Options.ReadOnly): the segments as

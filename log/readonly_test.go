@@ -17,9 +17,9 @@ import (
 
 	"github.com/foliolog/folio/index"
 	"github.com/foliolog/folio/readpath"
-	"github.com/foliolog/folio/vfs"
 	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/segment"
+	"github.com/foliolog/folio/vfs"
 )
 
 // noWriteFS is the file layer of the read-only logs under test: it fails

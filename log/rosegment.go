@@ -14,9 +14,9 @@ import (
 
 	"github.com/foliolog/folio/index"
 	"github.com/foliolog/folio/readpath"
-	"github.com/foliolog/folio/vfs"
 	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/segment"
+	"github.com/foliolog/folio/vfs"
 )
 
 // A read-only log (Options.ReadOnly) does not use package segment: a

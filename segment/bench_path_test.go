@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/foliolog/folio/readpath"
-	"github.com/foliolog/folio/vfs"
 	"github.com/foliolog/folio/record"
+	"github.com/foliolog/folio/vfs"
 )
 
 // logBatch is the log benchmarks' batch: n records with 100-byte values

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/foliolog/folio/readpath"
-	"github.com/foliolog/folio/vfs"
 	"github.com/foliolog/folio/record"
+	"github.com/foliolog/folio/vfs"
 )
 
 // benchBatch returns a batch of about size bytes: records of 100-byte

@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 
 	"github.com/foliolog/folio/index"
-	"github.com/foliolog/folio/vfs"
 	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/segment"
+	"github.com/foliolog/folio/vfs"
 )
 
 // A segment's life: create it, append batches whose offsets the log

@@ -10,8 +10,8 @@ import (
 	"slices"
 
 	"github.com/foliolog/folio/index"
-	"github.com/foliolog/folio/vfs"
 	"github.com/foliolog/folio/record"
+	"github.com/foliolog/folio/vfs"
 )
 
 // Report is what Verify found in one segment's files.
