@@ -660,14 +660,21 @@ func (m *Member[R]) dropLocked(tps []TopicPartition) {
 // then join (JoinGroup) and sync (the assignment if it leads, SyncGroup)
 // until the group hands out an assignment, then applyAssignment. A
 // fencing on the way returns nil: ensureActive loses the partitions and
-// calls again.
+// calls again. A rebalance cut short (ctx, a refusal, the assignor, the
+// Reader) leaves the member asking to rejoin: JoinGroup may have put it in
+// a generation whose share it never received or applied.
 func (m *Member[R]) rebalance(ctx context.Context) error {
 	m.mu.Lock()
 	m.inRebalance, m.rejoin = true, false
 	m.mu.Unlock()
 	defer func() {
 		m.mu.Lock()
-		m.inRebalance = false
+		// The poll timer starts anew: the time spent in the rebalance
+		// was the group's, not the application's (Kafka resets its poll
+		// timer when the heartbeat thread resumes after a join). Else a
+		// Join that waited longer than RebalanceTimeout for the group
+		// would leave it as soon as it got its assignment.
+		m.inRebalance, m.lastPoll = false, time.Now()
 		m.mu.Unlock()
 		select {
 		case m.kick <- struct{}{}: // heartbeat at once: a rebalance may have begun meanwhile
@@ -684,18 +691,19 @@ func (m *Member[R]) rebalance(ctx context.Context) error {
 				continue
 			}
 			if err == nil {
-				if err = m.applyAssignment(ctx, tps); err != nil {
-					// The member's partitions and the group's view of
-					// them may differ now: the next poll rejoins to
-					// settle them.
-					m.mu.Lock()
-					m.requestRejoinLocked()
-					m.mu.Unlock()
-				}
+				err = m.applyAssignment(ctx, tps)
 			}
 		}
 		if errors.Is(err, errFencedInRebalance) {
 			return nil // lost and rejoined by ensureActive
+		}
+		if err != nil {
+			// The member's generation and partitions and the group's
+			// view of them may differ now: the next poll rejoins to
+			// settle them.
+			m.mu.Lock()
+			m.requestRejoinLocked()
+			m.mu.Unlock()
 		}
 		return err
 	}
