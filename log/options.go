@@ -136,6 +136,12 @@ type Options struct {
 	// that a test drives seals, interval flushes and retention itself and
 	// no other goroutine touches the files when it simulates a power cut.
 	noBackground bool
+
+	// afterSwapStep, when set, is called by a compaction pass at each
+	// boundary between the steps of its rename protocol (see pass.swap); an
+	// error stops the pass there, so that a test can crash the process
+	// exactly between two steps.
+	afterSwapStep func(swapStep) error
 }
 
 // withDefaults returns a copy of o (nil allowed) with every zero field set to
