@@ -111,7 +111,7 @@ func checkKeys(b record.Batch) error {
 	defer it.Close()
 	for i := 0; it.Next(); i++ {
 		if it.Record().KeyIsNull() {
-			return fmt.Errorf("%w: %w: record %d of the batch", ErrInvalidBatch, ErrNoKey, i)
+			return fmt.Errorf("%w: record %d of the batch", ErrNoKey, i)
 		}
 	}
 	if err := it.Err(); err != nil {
@@ -502,7 +502,7 @@ func (p *pass) buildMap() error {
 			return err
 		}
 		for {
-			b, _, err := r.next(false)
+			b, pos, err := r.next(false)
 			if err == io.EOF {
 				break
 			}
@@ -526,7 +526,7 @@ func (p *pass) buildMap() error {
 			}
 			if err := p.mapBatch(b); err != nil {
 				r.close()
-				return fmt.Errorf("%w: log: compaction: %s: %w", ErrCorrupt, r.path, err)
+				return r.corrupt(pos, err).AtOffset(b.BaseOffset())
 			}
 			mapped = b.LastOffset() + 1
 		}
@@ -640,7 +640,7 @@ func (p *pass) writeGroup(gi int) error {
 		// Sealed segments end where the next begins (rolls start the next
 		// segment at the log end, and recovery removes what follows a
 		// gap), and the group's last batch always stays.
-		return fmt.Errorf("%w: log: compaction: segments %d to %d end at %d, the next starts at %d", ErrCorrupt, g.base, pl.segs[g.to-1].base, w.last+1, g.end)
+		return chainGap(p.l.dir, g.base, pl.segs[g.to-1].base, w.last+1, g.end)
 	}
 	if err := w.finish(g.mtime); err != nil {
 		return err
@@ -659,7 +659,7 @@ func (p *pass) copySegment(w *cleanedWriter, base int64, dropTombstones, groupLa
 	}
 	defer r.close()
 	for {
-		b, _, err := r.next(false)
+		b, pos, err := r.next(false)
 		if err == io.EOF {
 			return nil
 		}
@@ -671,7 +671,7 @@ func (p *pass) copySegment(w *cleanedWriter, base int64, dropTombstones, groupLa
 		}
 		out, err := p.filterBatch(b, dropTombstones, groupLast && !r.more())
 		if err != nil {
-			return fmt.Errorf("log: compaction: %s at offset %d: %w", r.path, b.BaseOffset(), markCorrupt(err))
+			return r.batchErr(pos, b.BaseOffset(), err)
 		}
 		if out != nil {
 			if err := w.append(out); err != nil {
@@ -970,7 +970,7 @@ func (p *pass) pinSources(srcs []*segEntry) error {
 			for _, d := range srcs[:i+1] {
 				l.caps.add(&d.capEntry)
 			}
-			return markCorrupt(fmt.Errorf("log: compaction: load %s: %w", e.seg, err))
+			return markCorrupt(fmt.Errorf("log: compaction: load: %w", err)) // err names the segment
 		}
 	}
 	return nil

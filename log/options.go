@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/foliolog/folio/readpath"
+	"github.com/foliolog/folio/segment"
 )
 
 // Defaults, Kafka's where Kafka has one.
@@ -296,4 +297,15 @@ func (p FlushPolicy) String() string {
 		return fmt.Sprintf("every(%d)", p.n)
 	}
 	return fmt.Sprintf("FlushPolicy(%d)", p.mode)
+}
+
+// segmentOptions are the options of the log's segments.
+func segmentOptions(o Options) segment.Options {
+	return segment.Options{
+		IndexIntervalBytes: o.IndexIntervalBytes,
+		MaxIndexBytes:      o.MaxIndexBytes,
+		MaxBatchBytes:      o.MaxBatchBytes,
+		ReadPath:           o.ReadPath,
+		MaxSegmentBytes:    o.SegmentBytes,
+	}
 }
