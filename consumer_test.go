@@ -377,7 +377,7 @@ func TestConsumerCopiesAndZeroCopy(t *testing.T) {
 	b := openT(t, t.TempDir(), nil)
 	createTopicT(t, b, "plain", TopicConfig{Flush: FlushNone})
 	createTopicT(t, b, "zstd", TopicConfig{Flush: FlushNone, Compression: topic.CompressionZstd})
-	createTopicT(t, b, "send", TopicConfig{Flush: FlushNone, ReadPath: topic.ReadSendfile})
+	createTopicT(t, b, "send", TopicConfig{Flush: FlushNone, ReadPath: ReadSendfile})
 	p := producerT(t, b, nil)
 	names := []string{"plain", "zstd", "send"}
 	for _, name := range names {
