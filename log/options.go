@@ -211,4 +211,3 @@ func (o *Options) validate() error {
 	}
 	return nil
 }
-
