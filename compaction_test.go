@@ -442,7 +442,7 @@ func TestGroupOffsetsTopicIsCompacted(t *testing.T) {
 		}
 		offs := map[TopicPartition]int64{}
 		for part := range int32(parts) {
-			offs[TopicPartition{"orders", part}] = int64(i)
+			offs[TopicPartition{Topic: "orders", Partition: part}] = int64(i)
 		}
 		if err := gc.CommitOffsets(ctx, offs); err != nil {
 			t.Fatalf("commit %d: %v", i, err)

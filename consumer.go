@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/foliolog/folio/errs"
+	"github.com/foliolog/folio/group"
 	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/record"
@@ -154,13 +155,10 @@ func (o Offset) String() string {
 	return "offset " + strconv.FormatInt(o.at, 10)
 }
 
-// TopicPartition names a partition.
-type TopicPartition struct {
-	Topic     string
-	Partition int32
-}
-
-func (tp TopicPartition) String() string { return tp.Topic + "-" + strconv.Itoa(int(tp.Partition)) }
+// TopicPartition names a partition; it prints as "<topic>-<partition>".
+// It is the group package's type, so a GroupConsumer's partitions, its
+// commits and a group's lag use it too.
+type TopicPartition = group.TopicPartition
 
 // Assignment is a partition for a consumer to read and where to start.
 type Assignment struct {
@@ -300,7 +298,7 @@ func (c *Consumer) Assign(as ...Assignment) error {
 		if err != nil {
 			return err
 		}
-		out = append(out, res{TopicPartition{a.Topic, a.Partition}, p, pos})
+		out = append(out, res{TopicPartition{Topic: a.Topic, Partition: a.Partition}, p, pos})
 	}
 	c.assignMu.Lock()
 	defer c.assignMu.Unlock()
@@ -365,7 +363,7 @@ func (c *Consumer) Seek(topicName string, partition int32, to Offset) error {
 	if c.closed.Load() {
 		return ErrClosed
 	}
-	tp := TopicPartition{topicName, partition}
+	tp := TopicPartition{Topic: topicName, Partition: partition}
 	c.assignMu.Lock()
 	ap := c.assigned[tp]
 	c.assignMu.Unlock()
@@ -390,7 +388,7 @@ func (c *Consumer) Seek(topicName string, partition int32, to Offset) error {
 // Position returns the offset of the next record the consumer will read
 // from an assigned partition: what a group commits.
 func (c *Consumer) Position(topicName string, partition int32) (int64, error) {
-	tp := TopicPartition{topicName, partition}
+	tp := TopicPartition{Topic: topicName, Partition: partition}
 	c.assignMu.Lock()
 	defer c.assignMu.Unlock()
 	ap := c.assigned[tp]
@@ -404,7 +402,7 @@ func (c *Consumer) Position(topicName string, partition int32) (int64, error) {
 // yet consumed: the high watermark minus the position (offset gaps left by
 // compaction count too, as in Kafka).
 func (c *Consumer) Lag(topicName string, partition int32) (int64, error) {
-	tp := TopicPartition{topicName, partition}
+	tp := TopicPartition{Topic: topicName, Partition: partition}
 	c.assignMu.Lock()
 	ap := c.assigned[tp]
 	var pos int64
@@ -760,7 +758,7 @@ func (c *Consumer) Records(ctx context.Context) iter.Seq2[Record, error] {
 func (c *Consumer) rewind(recs []Record) {
 	first := map[TopicPartition]int64{}
 	for _, r := range recs {
-		tp := TopicPartition{r.Topic, r.Partition}
+		tp := TopicPartition{Topic: r.Topic, Partition: r.Partition}
 		if _, ok := first[tp]; !ok {
 			first[tp] = r.Offset
 		}

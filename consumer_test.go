@@ -133,7 +133,7 @@ func TestConsumerSeekPositionLag(t *testing.T) {
 	if err := c.Assign(Assignment{Topic: "t", Partition: 0}, Assignment{Topic: "t", Partition: 1, Start: AtOffset(8)}); err != nil {
 		t.Fatal(err)
 	}
-	if got := c.Assignment(); len(got) != 2 || got[0] != (TopicPartition{"t", 0}) || got[1] != (TopicPartition{"t", 1}) {
+	if got := c.Assignment(); len(got) != 2 || got[0] != (TopicPartition{Topic: "t", Partition: 0}) || got[1] != (TopicPartition{Topic: "t", Partition: 1}) {
 		t.Fatalf("Assignment: %v", got)
 	}
 	if lag, _ := c.Lag("t", 0); lag != 10 {
@@ -164,7 +164,7 @@ func TestConsumerSeekPositionLag(t *testing.T) {
 	if lag, _ := c.Lag("t", 1); lag != 0 {
 		t.Fatalf("lag at latest %d", lag)
 	}
-	if err := c.Unassign(TopicPartition{"t", 1}); err != nil {
+	if err := c.Unassign(TopicPartition{Topic: "t", Partition: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Position("t", 1); !errors.Is(err, ErrNotAssigned) {

@@ -169,12 +169,8 @@ func (r groupReader) Assign(starts []group.StartOffset) error {
 	return r.c.Assign(as...)
 }
 
-func (r groupReader) Unassign(tps []group.TopicPartition) error {
-	out := make([]TopicPartition, len(tps))
-	for i, tp := range tps {
-		out[i] = TopicPartition(tp)
-	}
-	if err := r.c.Unassign(out...); err != nil && !errors.Is(err, ErrClosed) {
+func (r groupReader) Unassign(tps []TopicPartition) error {
+	if err := r.c.Unassign(tps...); err != nil && !errors.Is(err, ErrClosed) {
 		return err // a closed consumer reads nothing anyway
 	}
 	return nil
@@ -182,8 +178,8 @@ func (r groupReader) Unassign(tps []group.TopicPartition) error {
 
 func (r groupReader) Poll(ctx context.Context) ([]Record, error) { return r.c.Poll(ctx) }
 
-func (r groupReader) Locate(rec Record) (group.TopicPartition, int64) {
-	return group.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}, rec.Offset
+func (r groupReader) Locate(rec Record) (TopicPartition, int64) {
+	return TopicPartition{Topic: rec.Topic, Partition: rec.Partition}, rec.Offset
 }
 
 // GroupOptions configure a GroupConsumer. A nil *GroupOptions, and every
@@ -279,24 +275,12 @@ func (b *Broker) JoinGroup(ctx context.Context, groupID string, topics []string,
 	if err != nil {
 		return nil, err
 	}
-	conv := func(f func(context.Context, []TopicPartition)) func(context.Context, []group.TopicPartition) {
-		if f == nil {
-			return nil
-		}
-		return func(ctx context.Context, tps []group.TopicPartition) {
-			out := make([]TopicPartition, len(tps))
-			for i, tp := range tps {
-				out[i] = TopicPartition(tp)
-			}
-			f(ctx, out)
-		}
-	}
 	m, err := group.Join(ctx, coord, groupID, groupReader{c}, &group.MemberOptions{
 		Topics: topics, Assignors: o.Assignors, SessionTimeout: o.SessionTimeout,
 		RebalanceTimeout: o.RebalanceTimeout, HeartbeatInterval: o.HeartbeatInterval,
 		InstanceID: o.InstanceID, ClientID: co.Name, Reset: o.Reset,
 		DisableAutoCommit: o.DisableAutoCommit, AutoCommitInterval: o.AutoCommitInterval,
-		OnAssigned: conv(o.OnAssigned), OnRevoked: conv(o.OnRevoked), OnLost: conv(o.OnLost),
+		OnAssigned: o.OnAssigned, OnRevoked: o.OnRevoked, OnLost: o.OnLost,
 		Logger: b.logger,
 	})
 	if err != nil {
@@ -343,27 +327,28 @@ func (g *GroupConsumer) Commit(ctx context.Context) error { return g.m.Commit(ct
 // CommitOffsets commits the given positions (next offsets to read) and
 // returns once they are durable.
 func (g *GroupConsumer) CommitOffsets(ctx context.Context, offsets map[TopicPartition]int64) error {
-	m := make(map[group.TopicPartition]int64, len(offsets))
-	for tp, off := range offsets {
-		m[group.TopicPartition(tp)] = off
-	}
-	return g.m.CommitOffsets(ctx, m)
+	return g.m.CommitOffsets(ctx, offsets)
 }
 
-// Seek moves the position in an assigned partition.
-func (g *GroupConsumer) Seek(topicName string, partition int32, offset int64) error {
-	return g.m.Seek(group.TopicPartition{Topic: topicName, Partition: partition}, offset)
+// Seek moves the position in a partition the member owns, as
+// Consumer.Seek does: to an offset (AtOffset), the log start
+// (AtEarliest), the high watermark (AtLatest) or a time (AtTime). The next
+// commit covers the new position. A partition the member does not own is
+// an error.
+func (g *GroupConsumer) Seek(topicName string, partition int32, to Offset) error {
+	p, err := g.b.lookup(topicName, partition)
+	if err != nil {
+		return err
+	}
+	pos, err := g.c.resolve(p, to)
+	if err != nil {
+		return err
+	}
+	return g.m.Seek(TopicPartition{Topic: topicName, Partition: partition}, pos)
 }
 
 // Assignment returns the partitions the member owns, sorted.
-func (g *GroupConsumer) Assignment() []TopicPartition {
-	tps := g.m.Assignment()
-	out := make([]TopicPartition, len(tps))
-	for i, tp := range tps {
-		out[i] = TopicPartition(tp)
-	}
-	return out
-}
+func (g *GroupConsumer) Assignment() []TopicPartition { return g.m.Assignment() }
 
 // Lag returns how many offsets of an owned partition are visible but not
 // yet consumed by this member.
@@ -409,9 +394,13 @@ func (b *Broker) GroupCoordinator() (*group.Coordinator, error) {
 	return b.groups.coordinator(b)
 }
 
+// PartitionLag is one partition's progress for a group, as GroupLag
+// reports it. It is the group package's type.
+type PartitionLag = group.PartitionLag
+
 // GroupLag returns, per partition, how far a group's committed offset
 // trails the high watermark.
-func (b *Broker) GroupLag(groupID string) ([]group.PartitionLag, error) {
+func (b *Broker) GroupLag(groupID string) ([]PartitionLag, error) {
 	c, err := b.groups.coordinator(b)
 	if err != nil {
 		return nil, err

@@ -118,7 +118,7 @@ func TestGroupQueueAndPubSub(t *testing.T) {
 			owned[tp] = true
 		}
 		for _, r := range w.stop(t) {
-			if !owned[TopicPartition{r.Topic, r.Partition}] {
+			if !owned[TopicPartition{Topic: r.Topic, Partition: r.Partition}] {
 				t.Fatalf("%s got %s-%d, not in its assignment %v", w.gc.MemberID(), r.Topic, r.Partition, w.gc.Assignment())
 			}
 			seen[[2]int64{int64(r.Partition), r.Offset}]++
@@ -270,7 +270,7 @@ func TestGroupZombieCommitRefused(t *testing.T) {
 	// rebalance waits for it until the rebalance timeout (its session
 	// timeout here) and goes on without it.
 	gc := joinT(t, b, "g", []string{"t"}, &GroupOptions{Reset: group.ResetEarliest, DisableAutoCommit: true})
-	if err := gc.CommitOffsets(ctx, map[TopicPartition]int64{{"t", 0}: 8}); err != nil {
+	if err := gc.CommitOffsets(ctx, map[TopicPartition]int64{{Topic: "t", Partition: 0}: 8}); err != nil {
 		t.Fatal(err)
 	}
 	zresp, err := coord.OffsetCommit(ctx, &group.OffsetCommitRequest{Group: "g", GenerationID: resp.GenerationID, MemberID: resp.MemberID,
@@ -352,5 +352,47 @@ func TestBrokerCloseClosesGroups(t *testing.T) {
 	}
 	if len(lag) != 2 {
 		t.Fatalf("lag of %d partitions", len(lag))
+	}
+}
+
+// TestGroupConsumerSeek: GroupConsumer.Seek takes the Offset a Consumer's
+// Seek takes, and the next commit covers the new position.
+func TestGroupConsumerSeek(t *testing.T) {
+	b := openT(t, t.TempDir(), nil)
+	createTopicT(t, b, "t", TopicConfig{Flush: FlushNone})
+	p := producerT(t, b, nil)
+	produceN(t, p, "t", "a", 10)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	gc := joinT(t, b, "g", []string{"t"}, &GroupOptions{DisableAutoCommit: true})
+	defer gc.Close()
+	if err := gc.Seek("t", 0, AtOffset(7)); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := gc.Poll(ctx)
+	if err != nil || len(recs) != 3 || recs[0].Offset != 7 {
+		t.Fatalf("after Seek(AtOffset(7)): %d records from %v, %v", len(recs), recs, err)
+	}
+	if err := gc.Seek("t", 0, AtEarliest()); err != nil {
+		t.Fatal(err)
+	}
+	if err := gc.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lag, err := b.GroupLag("g")
+	if err != nil || len(lag) != 1 || lag[0].Committed != 0 || lag[0].Lag != 10 {
+		t.Fatalf("after Seek(AtEarliest()) and Commit: %+v, %v", lag, err)
+	}
+	if err := gc.Seek("t", 0, AtLatest()); err != nil {
+		t.Fatal(err)
+	}
+	if err := gc.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if lag, err = b.GroupLag("g"); err != nil || lag[0].Committed != 10 {
+		t.Fatalf("after Seek(AtLatest()) and Commit: %+v, %v", lag, err)
+	}
+	if err := gc.Seek("t", 5, AtEarliest()); err == nil {
+		t.Fatalf("Seek of a partition that does not exist: %v", err)
 	}
 }
