@@ -30,33 +30,27 @@ const (
 	DefaultFetchBytes = 1 << 20
 )
 
-// ResetPolicy says what a consumer does when its position lies outside the
-// partition's offsets, typically below the log start offset after retention
-// deleted the records (Kafka's auto.offset.reset).
-type ResetPolicy uint8
+// ResetPolicy says where a consumer goes without a valid position (Kafka's
+// auto.offset.reset): ResetEarliest (the zero value and default),
+// ResetLatest or ResetNone. For a Consumer, it applies when the position
+// lies outside the partition's offsets, typically below the log start
+// offset after retention deleted the records; for a GroupConsumer, also in
+// a partition the group has no committed offset for. It is the group
+// package's type.
+type ResetPolicy = group.ResetPolicy
 
 const (
-	// ResetNone reports an *OffsetOutOfRangeError (ErrOffsetOutOfRange)
-	// from Poll and leaves the position for the caller to Seek. The
-	// default.
-	ResetNone ResetPolicy = iota
-	// ResetEarliest moves to the log start offset.
-	ResetEarliest
+	// ResetEarliest moves to the log start offset; a new group starts
+	// there. The default.
+	ResetEarliest = group.ResetEarliest
 	// ResetLatest moves to the high watermark: only new records are read.
-	ResetLatest
+	ResetLatest = group.ResetLatest
+	// ResetNone reports an *OffsetOutOfRangeError (ErrOffsetOutOfRange)
+	// from a Consumer's Poll and leaves the position for the caller to
+	// Seek; a GroupConsumer's Poll reports a partition without a committed
+	// offset (group.ErrNoOffset) until it is Seeked.
+	ResetNone = group.ResetNone
 )
-
-func (r ResetPolicy) String() string {
-	switch r {
-	case ResetNone:
-		return "none"
-	case ResetEarliest:
-		return "earliest"
-	case ResetLatest:
-		return "latest"
-	}
-	return "ResetPolicy(" + strconv.Itoa(int(r)) + ")"
-}
 
 // ConsumerOptions configure a Consumer. A nil *ConsumerOptions, and every
 // zero field, means the default stated on the field.
@@ -64,7 +58,7 @@ type ConsumerOptions struct {
 	// Name identifies the consumer in Stats. Default "consumer-<n>".
 	Name string
 	// Reset is what to do with a position outside the partition's offsets.
-	// Default ResetNone: an error.
+	// Default ResetEarliest: go to the log start offset.
 	Reset ResetPolicy
 	// MaxPollRecords caps the records one Poll returns. Default
 	// DefaultMaxPollRecords.
@@ -101,7 +95,7 @@ func (o *ConsumerOptions) validate() error {
 		return fmt.Errorf("%w: ConsumerOptions.%s %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...))
 	}
 	switch {
-	case o.Reset > ResetLatest:
+	case o.Reset > ResetNone:
 		return bad("Reset", "%d is not a reset policy", o.Reset)
 	case o.MaxPollRecords < 0:
 		return bad("MaxPollRecords", "%d is negative", o.MaxPollRecords)

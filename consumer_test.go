@@ -194,7 +194,7 @@ func TestConsumerOutOfRange(t *testing.T) {
 		t.Fatalf("DeleteRecordsBefore beyond the end: %v", err)
 	}
 
-	none := consumerT(t, b, nil)
+	none := consumerT(t, b, &ConsumerOptions{Reset: ResetNone})
 	_ = none.Assign(Assignment{Topic: "t", Start: AtOffset(2)})
 	_, err := none.Poll(context.Background())
 	var oor *OffsetOutOfRangeError

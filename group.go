@@ -206,8 +206,10 @@ type GroupOptions struct {
 	InstanceID string
 	// Reset is where to start in a partition without a committed offset,
 	// and where to go when a position falls outside the partition
-	// (auto.offset.reset). Default group.ResetLatest, as in Kafka.
-	Reset group.ResetPolicy
+	// (auto.offset.reset). Default ResetEarliest: a new group reads what
+	// was produced before it joined (franz-go's and kafka-go's default;
+	// Java Kafka's is latest).
+	Reset ResetPolicy
 	// DisableAutoCommit turns auto-commit off. With it on (the default),
 	// what the application has processed is committed every
 	// AutoCommitInterval, before partitions are given up and at Close:
@@ -248,7 +250,7 @@ func (b *Broker) JoinGroup(ctx context.Context, groupID string, topics []string,
 	if opts != nil {
 		o = *opts
 	}
-	if o.Reset > group.ResetNone {
+	if o.Reset > ResetNone {
 		return nil, fmt.Errorf("%w: GroupOptions.Reset %d is not a reset policy", ErrInvalidConfig, o.Reset)
 	}
 	gs := &b.groups
@@ -260,14 +262,7 @@ func (b *Broker) JoinGroup(ctx context.Context, groupID string, topics []string,
 	if o.Consumer != nil {
 		co = *o.Consumer
 	}
-	switch o.Reset {
-	case group.ResetEarliest:
-		co.Reset = ResetEarliest
-	case group.ResetLatest:
-		co.Reset = ResetLatest
-	default:
-		co.Reset = ResetNone
-	}
+	co.Reset = o.Reset
 	if co.Name == "" {
 		co.Name = "group-" + groupID
 	}

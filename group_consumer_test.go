@@ -88,7 +88,7 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 func TestGroupQueueAndPubSub(t *testing.T) {
 	b := openT(t, t.TempDir(), nil)
 	createTopicT(t, b, "events", TopicConfig{Partitions: 6, Flush: FlushNone})
-	opts := &GroupOptions{Reset: group.ResetEarliest}
+	opts := &GroupOptions{Reset: ResetEarliest}
 	var workers []*groupApp
 	for range 3 {
 		workers = append(workers, startGroupApp(joinT(t, b, "workers", []string{"events"}, opts)))
@@ -175,7 +175,7 @@ func TestGroupResumesFromCommitAfterReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := produceN(t, p, "orders", "a", 90)
-	gc := joinT(t, b, "billing", []string{"orders"}, &GroupOptions{Reset: group.ResetEarliest, DisableAutoCommit: true})
+	gc := joinT(t, b, "billing", []string{"orders"}, &GroupOptions{Reset: ResetEarliest, DisableAutoCommit: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	got := map[[2]int64]bool{}
@@ -222,7 +222,7 @@ func TestGroupResumesFromCommitAfterReopen(t *testing.T) {
 	}
 	p = producerT(t, b, nil)
 	second := produceN(t, p, "orders", "b", 30)
-	gc = joinT(t, b, "billing", []string{"orders"}, &GroupOptions{Reset: group.ResetEarliest})
+	gc = joinT(t, b, "billing", []string{"orders"}, &GroupOptions{Reset: ResetEarliest})
 	want := map[[2]int64]bool{}
 	for _, po := range append(first, second...) {
 		if !got[po] {
@@ -269,7 +269,7 @@ func TestGroupZombieCommitRefused(t *testing.T) {
 	// An in-process member joins; the zombie has not rejoined, so the
 	// rebalance waits for it until the rebalance timeout (its session
 	// timeout here) and goes on without it.
-	gc := joinT(t, b, "g", []string{"t"}, &GroupOptions{Reset: group.ResetEarliest, DisableAutoCommit: true})
+	gc := joinT(t, b, "g", []string{"t"}, &GroupOptions{Reset: ResetEarliest, DisableAutoCommit: true})
 	if err := gc.CommitOffsets(ctx, map[TopicPartition]int64{{Topic: "t", Partition: 0}: 8}); err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +321,7 @@ func TestBrokerCloseClosesGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	produceN(t, p, "t", "c", 20)
-	gc, err := b.JoinGroup(context.Background(), "g", []string{"t"}, &GroupOptions{Reset: group.ResetEarliest})
+	gc, err := b.JoinGroup(context.Background(), "g", []string{"t"}, &GroupOptions{Reset: ResetEarliest})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,5 +394,52 @@ func TestGroupConsumerSeek(t *testing.T) {
 	}
 	if err := gc.Seek("t", 5, AtEarliest()); err == nil {
 		t.Fatalf("Seek of a partition that does not exist: %v", err)
+	}
+}
+
+// TestDefaultResetIsEarliest: a program that produces first and then joins
+// a new group with default options reads what it produced (issue 11, 9c);
+// a plain Consumer with default options whose position fell below the log
+// start moves to it. The zero ResetPolicy is ResetEarliest.
+func TestDefaultResetIsEarliest(t *testing.T) {
+	if ResetPolicy(0) != ResetEarliest || group.ResetPolicy(0) != group.ResetEarliest {
+		t.Fatal("the zero ResetPolicy is not ResetEarliest")
+	}
+	b := openT(t, t.TempDir(), nil)
+	createTopicT(t, b, "t", TopicConfig{Partitions: 3, Flush: FlushNone})
+	p := producerT(t, b, nil)
+	produceN(t, p, "t", "a", 30)
+	gc := joinT(t, b, "new", []string{"t"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	seen := map[string]bool{}
+	for r, err := range gc.Records(ctx) {
+		if err != nil {
+			t.Fatalf("after %d records: %v", len(seen), err)
+		}
+		seen[string(r.Value)] = true
+		if len(seen) == 30 {
+			break
+		}
+	}
+	for i := range 30 {
+		if !seen[string(value("a", i))] {
+			t.Fatalf("record %d produced before the join was not read", i)
+		}
+	}
+	if err := gc.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := b.DeleteRecordsBefore("t", 0, 3); err != nil {
+		t.Fatal(err)
+	}
+	c := consumerT(t, b, nil)
+	if err := c.Assign(Assignment{Topic: "t", Partition: 0, Start: AtOffset(1)}); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := c.Poll(ctx)
+	if err != nil || len(recs) == 0 || recs[0].Offset != 3 {
+		t.Fatalf("default Consumer below the log start: %v, %v", recs, err)
 	}
 }

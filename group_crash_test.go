@@ -88,7 +88,7 @@ func TestGroupCommitsSurvivePowerCut(t *testing.T) {
 	cut := make(chan struct{})
 	var gcs []*GroupConsumer
 	for i := range groups {
-		gcs = append(gcs, joinT(t, b, fmt.Sprint("g", i), []string{"t"}, &GroupOptions{DisableAutoCommit: true, Reset: group.ResetEarliest}))
+		gcs = append(gcs, joinT(t, b, fmt.Sprint("g", i), []string{"t"}, &GroupOptions{DisableAutoCommit: true, Reset: ResetEarliest}))
 	}
 	var wg sync.WaitGroup
 	for i, gc := range gcs {
@@ -161,7 +161,7 @@ func TestGroupClampAfterPowerCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	produceN(t, p, "fast", "lost", 100)
-	gc := joinT(t, b, "g", []string{"fast"}, &GroupOptions{Reset: group.ResetEarliest, DisableAutoCommit: true})
+	gc := joinT(t, b, "g", []string{"fast"}, &GroupOptions{Reset: ResetEarliest, DisableAutoCommit: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for n := 0; n < 100; {
@@ -198,7 +198,7 @@ func TestGroupClampAfterPowerCut(t *testing.T) {
 	}
 	p = producerT(t, b, nil)
 	produced := produceN(t, p, "fast", "new", 10)
-	gc = joinT(t, b, "g", []string{"fast"}, &GroupOptions{Reset: group.ResetEarliest})
+	gc = joinT(t, b, "g", []string{"fast"}, &GroupOptions{Reset: ResetEarliest})
 	var got []Record
 	for len(got) < 10 {
 		recs, err := gc.Poll(ctx)
