@@ -461,7 +461,7 @@ func (c *Coordinator) Lag(groupID string) ([]PartitionLag, error) {
 		if err != nil {
 			continue
 		}
-		pl := PartitionLag{TopicPartition: tp, Committed: -1, LogStartOffset: po.LogStart, HighWatermark: po.HighWatermark, MemberID: owners[tp]}
+		pl := PartitionLag{Topic: tp.Topic, Partition: tp.Partition, Committed: -1, LogStartOffset: po.LogStart, HighWatermark: po.HighWatermark, MemberID: owners[tp]}
 		from := po.LogStart
 		if off, ok := committed[tp]; ok {
 			pl.Committed, from = off, off
