@@ -394,12 +394,49 @@ func (b *Broker) GroupCoordinator() (*group.Coordinator, error) {
 type PartitionLag = group.PartitionLag
 
 // GroupLag returns, per partition, how far a group's committed offset
-// trails the high watermark.
+// trails the high watermark. A read-only Broker (OpenReadOnly) reads the
+// commits from the files at each call, so a monitoring program can watch a
+// running application's groups; a group it does not find is an error
+// matching group.ErrGroupIDNotFound.
 func (b *Broker) GroupLag(groupID string) ([]PartitionLag, error) {
+	if b.readOnly {
+		return b.readOnlyGroupLag(groupID)
+	}
 	c, err := b.groups.coordinator(b)
 	if err != nil {
 		return nil, err
 	}
+	return c.Lag(groupID)
+}
+
+// readOnlyGroupLag loads a coordinator over the offsets topic's read-only
+// logs for one call: it writes nothing (its Store refuses appends), and a
+// fresh load sees what the writer committed since the last call.
+func (b *Broker) readOnlyGroupLag(groupID string) ([]PartitionLag, error) {
+	if b.closed.Load() {
+		return nil, ErrClosed
+	}
+	ts, ok := (*b.topics.Load())[group.OffsetsTopic]
+	if !ok {
+		return nil, fmt.Errorf("group %q: %w", groupID, group.ErrGroupIDNotFound)
+	}
+	logs := make([]*log.Log, len(ts.parts))
+	for i, p := range ts.parts {
+		if p == nil {
+			return nil, fmt.Errorf("folio: partition %d of %s did not open", i, group.OffsetsTopic)
+		}
+		logs[i] = p.Log()
+	}
+	c, err := group.NewCoordinator(&group.Options{
+		Store:  group.LogStore(logs),
+		Topics: groupTopics{b},
+		Logger: b.logger,
+		Now:    b.opts.Now,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("folio: loading %s: %w", group.OffsetsTopic, err)
+	}
+	defer c.Close()
 	return c.Lag(groupID)
 }
 

@@ -443,3 +443,51 @@ func TestDefaultResetIsEarliest(t *testing.T) {
 		t.Fatalf("default Consumer below the log start: %v, %v", recs, err)
 	}
 }
+
+// TestReadOnlyGroupLag: a read-only Broker beside a running application
+// reports a group's lag from the files, as of the call.
+func TestReadOnlyGroupLag(t *testing.T) {
+	dir := t.TempDir()
+	b := openT(t, dir, nil)
+	createTopicT(t, b, "t", TopicConfig{Partitions: 2, Flush: FlushNone})
+	p := producerT(t, b, &ProducerOptions{ManualPartitioning: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for i := range 10 {
+		if _, _, err := p.Produce(ctx, &Record{Topic: "t", Partition: int32(i % 2), Value: value("a", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gc := joinT(t, b, "g", []string{"t"}, &GroupOptions{DisableAutoCommit: true})
+	defer gc.Close()
+	if err := gc.CommitOffsets(ctx, map[TopicPartition]int64{{Topic: "t", Partition: 0}: 2}); err != nil {
+		t.Fatal(err)
+	}
+
+	ro, err := OpenReadOnly(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	lag, err := ro.GroupLag("g")
+	if err != nil || len(lag) != 2 || lag[0].Committed != 2 || lag[0].Lag != 3 || lag[1].Committed != -1 || lag[1].Lag != 5 {
+		t.Fatalf("read-only GroupLag: %+v, %v", lag, err)
+	}
+	// A later commit shows at the next call (after Refresh, which every
+	// read-only view of new records needs).
+	if err := gc.CommitOffsets(ctx, map[TopicPartition]int64{{Topic: "t", Partition: 1}: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ro.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	if lag, err = ro.GroupLag("g"); err != nil || lag[1].Committed != 5 || lag[1].Lag != 0 {
+		t.Fatalf("read-only GroupLag after a new commit: %+v, %v", lag, err)
+	}
+	if _, err := ro.GroupLag("nope"); !errors.Is(err, group.ErrGroupIDNotFound) {
+		t.Fatalf("read-only GroupLag of an unknown group: %v", err)
+	}
+	if ro.Stats().Groups.Groups != 0 {
+		t.Fatal("the read-only lag left a coordinator behind")
+	}
+}
