@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/foliolog/folio/errs"
+	"github.com/foliolog/folio/group"
 	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/record"
@@ -29,33 +30,27 @@ const (
 	DefaultFetchBytes = 1 << 20
 )
 
-// ResetPolicy says what a consumer does when its position lies outside the
-// partition's offsets, typically below the log start offset after retention
-// deleted the records (Kafka's auto.offset.reset).
-type ResetPolicy uint8
+// ResetPolicy says where a consumer goes without a valid position (Kafka's
+// auto.offset.reset): ResetEarliest (the zero value and default),
+// ResetLatest or ResetNone. For a Consumer, it applies when the position
+// lies outside the partition's offsets, typically below the log start
+// offset after retention deleted the records; for a GroupConsumer, also in
+// a partition the group has no committed offset for. It is the group
+// package's type.
+type ResetPolicy = group.ResetPolicy
 
 const (
-	// ResetNone reports an *OffsetOutOfRangeError (ErrOffsetOutOfRange)
-	// from Poll and leaves the position for the caller to Seek. The
-	// default.
-	ResetNone ResetPolicy = iota
-	// ResetEarliest moves to the log start offset.
-	ResetEarliest
+	// ResetEarliest moves to the log start offset; a new group starts
+	// there. The default.
+	ResetEarliest = group.ResetEarliest
 	// ResetLatest moves to the high watermark: only new records are read.
-	ResetLatest
+	ResetLatest = group.ResetLatest
+	// ResetNone reports an *OffsetOutOfRangeError (ErrOffsetOutOfRange)
+	// from a Consumer's Poll and leaves the position for the caller to
+	// Seek; a GroupConsumer's Poll reports a partition without a committed
+	// offset (group.ErrNoOffset) until it is Seeked.
+	ResetNone = group.ResetNone
 )
-
-func (r ResetPolicy) String() string {
-	switch r {
-	case ResetNone:
-		return "none"
-	case ResetEarliest:
-		return "earliest"
-	case ResetLatest:
-		return "latest"
-	}
-	return "ResetPolicy(" + strconv.Itoa(int(r)) + ")"
-}
 
 // ConsumerOptions configure a Consumer. A nil *ConsumerOptions, and every
 // zero field, means the default stated on the field.
@@ -63,7 +58,7 @@ type ConsumerOptions struct {
 	// Name identifies the consumer in Stats. Default "consumer-<n>".
 	Name string
 	// Reset is what to do with a position outside the partition's offsets.
-	// Default ResetNone: an error.
+	// Default ResetEarliest: go to the log start offset.
 	Reset ResetPolicy
 	// MaxPollRecords caps the records one Poll returns. Default
 	// DefaultMaxPollRecords.
@@ -100,7 +95,7 @@ func (o *ConsumerOptions) validate() error {
 		return fmt.Errorf("%w: ConsumerOptions.%s %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...))
 	}
 	switch {
-	case o.Reset > ResetLatest:
+	case o.Reset > ResetNone:
 		return bad("Reset", "%d is not a reset policy", o.Reset)
 	case o.MaxPollRecords < 0:
 		return bad("MaxPollRecords", "%d is negative", o.MaxPollRecords)
@@ -154,13 +149,10 @@ func (o Offset) String() string {
 	return "offset " + strconv.FormatInt(o.at, 10)
 }
 
-// TopicPartition names a partition.
-type TopicPartition struct {
-	Topic     string
-	Partition int32
-}
-
-func (tp TopicPartition) String() string { return tp.Topic + "-" + strconv.Itoa(int(tp.Partition)) }
+// TopicPartition names a partition; it prints as "<topic>-<partition>".
+// It is the group package's type, so a GroupConsumer's partitions, its
+// commits and a group's lag use it too.
+type TopicPartition = group.TopicPartition
 
 // Assignment is a partition for a consumer to read and where to start.
 type Assignment struct {
@@ -300,7 +292,7 @@ func (c *Consumer) Assign(as ...Assignment) error {
 		if err != nil {
 			return err
 		}
-		out = append(out, res{TopicPartition{a.Topic, a.Partition}, p, pos})
+		out = append(out, res{TopicPartition{Topic: a.Topic, Partition: a.Partition}, p, pos})
 	}
 	c.assignMu.Lock()
 	defer c.assignMu.Unlock()
@@ -365,7 +357,7 @@ func (c *Consumer) Seek(topicName string, partition int32, to Offset) error {
 	if c.closed.Load() {
 		return ErrClosed
 	}
-	tp := TopicPartition{topicName, partition}
+	tp := TopicPartition{Topic: topicName, Partition: partition}
 	c.assignMu.Lock()
 	ap := c.assigned[tp]
 	c.assignMu.Unlock()
@@ -390,7 +382,7 @@ func (c *Consumer) Seek(topicName string, partition int32, to Offset) error {
 // Position returns the offset of the next record the consumer will read
 // from an assigned partition: what a group commits.
 func (c *Consumer) Position(topicName string, partition int32) (int64, error) {
-	tp := TopicPartition{topicName, partition}
+	tp := TopicPartition{Topic: topicName, Partition: partition}
 	c.assignMu.Lock()
 	defer c.assignMu.Unlock()
 	ap := c.assigned[tp]
@@ -404,7 +396,7 @@ func (c *Consumer) Position(topicName string, partition int32) (int64, error) {
 // yet consumed: the high watermark minus the position (offset gaps left by
 // compaction count too, as in Kafka).
 func (c *Consumer) Lag(topicName string, partition int32) (int64, error) {
-	tp := TopicPartition{topicName, partition}
+	tp := TopicPartition{Topic: topicName, Partition: partition}
 	c.assignMu.Lock()
 	ap := c.assigned[tp]
 	var pos int64
@@ -760,7 +752,7 @@ func (c *Consumer) Records(ctx context.Context) iter.Seq2[Record, error] {
 func (c *Consumer) rewind(recs []Record) {
 	first := map[TopicPartition]int64{}
 	for _, r := range recs {
-		tp := TopicPartition{r.Topic, r.Partition}
+		tp := TopicPartition{Topic: r.Topic, Partition: r.Partition}
 		if _, ok := first[tp]; !ok {
 			first[tp] = r.Offset
 		}

@@ -133,7 +133,7 @@ func TestConsumerSeekPositionLag(t *testing.T) {
 	if err := c.Assign(Assignment{Topic: "t", Partition: 0}, Assignment{Topic: "t", Partition: 1, Start: AtOffset(8)}); err != nil {
 		t.Fatal(err)
 	}
-	if got := c.Assignment(); len(got) != 2 || got[0] != (TopicPartition{"t", 0}) || got[1] != (TopicPartition{"t", 1}) {
+	if got := c.Assignment(); len(got) != 2 || got[0] != (TopicPartition{Topic: "t", Partition: 0}) || got[1] != (TopicPartition{Topic: "t", Partition: 1}) {
 		t.Fatalf("Assignment: %v", got)
 	}
 	if lag, _ := c.Lag("t", 0); lag != 10 {
@@ -164,7 +164,7 @@ func TestConsumerSeekPositionLag(t *testing.T) {
 	if lag, _ := c.Lag("t", 1); lag != 0 {
 		t.Fatalf("lag at latest %d", lag)
 	}
-	if err := c.Unassign(TopicPartition{"t", 1}); err != nil {
+	if err := c.Unassign(TopicPartition{Topic: "t", Partition: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Position("t", 1); !errors.Is(err, ErrNotAssigned) {
@@ -194,7 +194,7 @@ func TestConsumerOutOfRange(t *testing.T) {
 		t.Fatalf("DeleteRecordsBefore beyond the end: %v", err)
 	}
 
-	none := consumerT(t, b, nil)
+	none := consumerT(t, b, &ConsumerOptions{Reset: ResetNone})
 	_ = none.Assign(Assignment{Topic: "t", Start: AtOffset(2)})
 	_, err := none.Poll(context.Background())
 	var oor *OffsetOutOfRangeError
@@ -377,7 +377,7 @@ func TestConsumerCopiesAndZeroCopy(t *testing.T) {
 	b := openT(t, t.TempDir(), nil)
 	createTopicT(t, b, "plain", TopicConfig{Flush: FlushNone})
 	createTopicT(t, b, "zstd", TopicConfig{Flush: FlushNone, Compression: topic.CompressionZstd})
-	createTopicT(t, b, "send", TopicConfig{Flush: FlushNone, ReadPath: topic.ReadSendfile})
+	createTopicT(t, b, "send", TopicConfig{Flush: FlushNone, ReadPath: ReadSendfile})
 	p := producerT(t, b, nil)
 	names := []string{"plain", "zstd", "send"}
 	for _, name := range names {

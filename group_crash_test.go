@@ -88,7 +88,7 @@ func TestGroupCommitsSurvivePowerCut(t *testing.T) {
 	cut := make(chan struct{})
 	var gcs []*GroupConsumer
 	for i := range groups {
-		gcs = append(gcs, joinT(t, b, fmt.Sprint("g", i), []string{"t"}, &GroupOptions{DisableAutoCommit: true, Reset: group.ResetEarliest}))
+		gcs = append(gcs, joinT(t, b, fmt.Sprint("g", i), []string{"t"}, &GroupOptions{DisableAutoCommit: true, Reset: ResetEarliest}))
 	}
 	var wg sync.WaitGroup
 	for i, gc := range gcs {
@@ -105,7 +105,7 @@ func TestGroupCommitsSurvivePowerCut(t *testing.T) {
 				mu.Lock()
 				tried[g] = off
 				mu.Unlock()
-				err := gc.CommitOffsets(context.Background(), map[TopicPartition]int64{{"t", 0}: off})
+				err := gc.CommitOffsets(context.Background(), map[TopicPartition]int64{{Topic: "t", Partition: 0}: off})
 				if err != nil || dead.Load() {
 					return
 				}
@@ -129,7 +129,7 @@ func TestGroupCommitsSurvivePowerCut(t *testing.T) {
 	b = openT(t, dir, faultOpts(fs))
 	for i := range groups {
 		g := fmt.Sprint("g", i)
-		off := committedOffset(t, b, g, TopicPartition{"t", 0})
+		off := committedOffset(t, b, g, TopicPartition{Topic: "t", Partition: 0})
 		mu.Lock()
 		a, tr := acked[g], tried[g]
 		mu.Unlock()
@@ -161,7 +161,7 @@ func TestGroupClampAfterPowerCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	produceN(t, p, "fast", "lost", 100)
-	gc := joinT(t, b, "g", []string{"fast"}, &GroupOptions{Reset: group.ResetEarliest, DisableAutoCommit: true})
+	gc := joinT(t, b, "g", []string{"fast"}, &GroupOptions{Reset: ResetEarliest, DisableAutoCommit: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for n := 0; n < 100; {
@@ -193,12 +193,12 @@ func TestGroupClampAfterPowerCut(t *testing.T) {
 	if st := c.Stats(); st.Clamped != 1 {
 		t.Fatalf("stats %+v, want one clamped offset", st)
 	}
-	if off := committedOffset(t, b, "g", TopicPartition{"fast", 0}); off != end {
+	if off := committedOffset(t, b, "g", TopicPartition{Topic: "fast", Partition: 0}); off != end {
 		t.Fatalf("committed %d after the cut, want it clamped to the log end %d", off, end)
 	}
 	p = producerT(t, b, nil)
 	produced := produceN(t, p, "fast", "new", 10)
-	gc = joinT(t, b, "g", []string{"fast"}, &GroupOptions{Reset: group.ResetEarliest})
+	gc = joinT(t, b, "g", []string{"fast"}, &GroupOptions{Reset: ResetEarliest})
 	var got []Record
 	for len(got) < 10 {
 		recs, err := gc.Poll(ctx)
@@ -257,7 +257,7 @@ func TestGroupHelperChild(t *testing.T) {
 			defer wg.Done()
 			for off := int64(1); off < 1000; off++ {
 				fmt.Fprintf(out, "try g%d %d\n", g, off)
-				if err := gc.CommitOffsets(context.Background(), map[TopicPartition]int64{{"t", 0}: off}); err != nil {
+				if err := gc.CommitOffsets(context.Background(), map[TopicPartition]int64{{Topic: "t", Partition: 0}: off}); err != nil {
 					fail(err)
 				}
 				fmt.Fprintf(out, "ack g%d %d\n", g, off)
@@ -319,7 +319,7 @@ func TestGroupCommitsSurviveSIGKILL(t *testing.T) {
 	}
 	b := openT(t, dir, nil)
 	for g, a := range acked {
-		off := committedOffset(t, b, g, TopicPartition{"t", 0})
+		off := committedOffset(t, b, g, TopicPartition{Topic: "t", Partition: 0})
 		if off < a || off > tried[g] {
 			t.Fatalf("%s at %d after SIGKILL: last acknowledged %d, last tried %d", g, off, a, tried[g])
 		}

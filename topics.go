@@ -9,6 +9,7 @@ import (
 
 	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/partition"
+	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/topic"
 )
 
@@ -20,26 +21,48 @@ import (
 // "flush", ...).
 type TopicConfig = topic.Config
 
+// FlushPolicy is what an acknowledgement of a produced record waits for
+// (TopicConfig.Flush): FlushSync (the default), FlushNone, FlushInterval(d)
+// or FlushEveryN(n). Its text form, for flags and configuration files, is
+// "sync", "none", "interval:<duration>" or "every:<n>" (ParseFlushPolicy).
+// It is the log package's type.
+type FlushPolicy = log.FlushPolicy
+
 // Flush policies for TopicConfig.Flush.
 var (
 	// FlushSync acknowledges a record after an fsync covers it (group
 	// commit): it survives power loss. The default.
-	FlushSync = topic.FlushPolicy{Mode: topic.FlushSync}
+	FlushSync = log.FlushSync
 	// FlushNone acknowledges once the record is in the page cache: it
 	// survives a crash of the process, not of the machine.
-	FlushNone = topic.FlushPolicy{Mode: topic.FlushNone}
+	FlushNone = log.FlushNone
 )
 
 // FlushInterval fsyncs at most d after the first unsynced append: a power
 // cut loses at most about d of acknowledged records.
-func FlushInterval(d time.Duration) topic.FlushPolicy {
-	return topic.FlushPolicy{Mode: topic.FlushInterval, Interval: d}
-}
+func FlushInterval(d time.Duration) FlushPolicy { return log.FlushInterval(d) }
 
 // FlushEveryN fsyncs once n records are unsynced.
-func FlushEveryN(n int64) topic.FlushPolicy {
-	return topic.FlushPolicy{Mode: topic.FlushEveryN, EveryN: n}
-}
+func FlushEveryN(n int64) FlushPolicy { return log.FlushEveryN(n) }
+
+// ParseFlushPolicy parses a FlushPolicy's text form: sync | none |
+// interval:<duration> | every:<n>.
+func ParseFlushPolicy(s string) (FlushPolicy, error) { return log.ParseFlushPolicy(s) }
+
+// ReadPath is how a topic's reads reach its segment files
+// (TopicConfig.ReadPath): ReadMmap (the default) or ReadSendfile. Its text
+// form is "mmap" or "sendfile". It is the readpath package's type.
+type ReadPath = readpath.Kind
+
+// Read paths for TopicConfig.ReadPath.
+const (
+	// ReadMmap reads through read-only mappings of the segments, and writes
+	// to sockets from the mapping. The default.
+	ReadMmap = readpath.Mmap
+	// ReadSendfile reads with pread in process, and sends to TCP sockets
+	// with sendfile(2).
+	ReadSendfile = readpath.Sendfile
+)
 
 // TopicInfo describes a topic and the offsets of its partitions.
 type TopicInfo struct {

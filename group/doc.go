@@ -53,6 +53,12 @@
 // members, and a Poll that waits for records is interrupted), not only at
 // its next heartbeat.
 //
+// In a partition the group has no committed offset for, a member starts
+// where its ResetPolicy says: by default (ResetEarliest, the zero value)
+// at the log start offset, so a group that joins after records were
+// produced reads them, as franz-go's and kafka-go's consumers do (Java
+// Kafka's default is latest; choose ResetLatest for that).
+//
 // With cooperative-sticky (the default) members keep their partitions
 // through a rebalance; a partition that must move is revoked from its
 // owner in one rebalance and given to its new owner in the next, after the

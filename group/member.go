@@ -28,19 +28,25 @@ const (
 	DefaultClientID = "folio"
 )
 
-// ResetPolicy is where a member starts reading a partition it is assigned
-// when the group has no committed offset for it (Kafka's
-// auto.offset.reset).
+// ResetPolicy is where a consumer goes when it has no valid position in a
+// partition (Kafka's auto.offset.reset): for a group member, in a partition
+// the group has no committed offset for; for any consumer, when its
+// position lies outside the partition's offsets (below the log start after
+// retention deleted records, or past the end). The root package's
+// folio.ResetPolicy is this type; its plain Consumer uses it too.
 type ResetPolicy uint8
 
 const (
+	// ResetEarliest starts at the log start offset: a new group reads the
+	// backlog produced before it joined. The zero value, and the default
+	// (franz-go's and kafka-go's; Java Kafka's default is latest).
+	ResetEarliest ResetPolicy = iota
 	// ResetLatest starts at the high watermark: only records produced from
-	// then on are read. Kafka's default, and the zero value.
-	ResetLatest ResetPolicy = iota
-	// ResetEarliest starts at the log start offset.
-	ResetEarliest
-	// ResetNone leaves the partition without a position: Poll returns
-	// ErrNoOffset until the application Seeks it.
+	// then on are read.
+	ResetLatest
+	// ResetNone leaves the partition without a position and reports it: a
+	// member's Poll returns ErrNoOffset until the application Seeks it; a
+	// plain Consumer's Poll returns its out-of-range error.
 	ResetNone
 )
 
@@ -88,7 +94,7 @@ type MemberOptions struct {
 	// ClientID prefixes the member id. Default DefaultClientID.
 	ClientID string
 	// Reset says where to start in a partition without a committed
-	// offset. Default ResetLatest.
+	// offset. Default ResetEarliest.
 	Reset ResetPolicy
 	// DisableAutoCommit turns off auto-commit. With auto-commit on (the
 	// default), Poll commits every AutoCommitInterval what the

@@ -418,10 +418,11 @@ func (c *Coordinator) deleteGroup(id string) error {
 	return nil
 }
 
-// Lag returns, for every partition the group has a committed offset for or
-// assigns in its current generation, how far the committed offset trails
-// the high watermark. Partitions of topics that no longer exist are left
-// out. An unknown group is ErrGroupIDNotFound.
+// Lag returns, for every partition of the topics the group has a committed
+// offset in or assigns in its current generation, how far the committed
+// offset trails the high watermark (from the log start where it has none).
+// Partitions of topics that no longer exist are left out. An unknown group
+// is ErrGroupIDNotFound.
 func (c *Coordinator) Lag(groupID string) ([]PartitionLag, error) {
 	g, err := c.lookup(groupID)
 	if err != nil {
@@ -455,13 +456,29 @@ func (c *Coordinator) Lag(groupID string) ([]PartitionLag, error) {
 	for tp := range owners {
 		all = append(all, tp)
 	}
+	// Every partition of those topics, so that the backlog of a partition
+	// nobody committed in yet shows (from the log start), whether or not a
+	// member owns it now.
+	topics := map[string]bool{}
+	for _, tp := range all {
+		topics[tp.Topic] = true
+	}
+	for t := range topics {
+		n, err := c.topics.Partitions(t)
+		if err != nil {
+			continue
+		}
+		for p := range n {
+			all = append(all, TopicPartition{Topic: t, Partition: p})
+		}
+	}
 	out := make([]PartitionLag, 0, len(all))
 	for _, tp := range sortedPartitions(all) {
 		po, err := c.topics.Offsets(tp.Topic, tp.Partition)
 		if err != nil {
 			continue
 		}
-		pl := PartitionLag{TopicPartition: tp, Committed: -1, LogStartOffset: po.LogStart, HighWatermark: po.HighWatermark, MemberID: owners[tp]}
+		pl := PartitionLag{Topic: tp.Topic, Partition: tp.Partition, Committed: -1, LogStartOffset: po.LogStart, HighWatermark: po.HighWatermark, MemberID: owners[tp]}
 		from := po.LogStart
 		if off, ok := committed[tp]; ok {
 			pl.Committed, from = off, off

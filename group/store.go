@@ -91,7 +91,9 @@ func (s logStore) Scan(p int32, fn func(record.Batch) error) error {
 	// tail may be written but not yet visible to readers: make it durable
 	// so that the load sees every record the log holds, and a later load
 	// sees the same ones.
-	if err := l.Sync(); err != nil {
+	// A read-only log (a tool beside the writer) has nothing to sync: it
+	// sees what the writer made visible.
+	if err := l.Sync(); err != nil && !errors.Is(err, log.ErrReadOnly) {
 		return fmt.Errorf("group: syncing %s before loading: %w", l.Dir(), err)
 	}
 	off := l.LogStartOffset()

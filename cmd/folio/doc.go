@@ -65,7 +65,8 @@
 // Consumes as a member of the consumer group G: the group's coordinator
 // assigns the partitions (several members, in several processes in turn,
 // share the work; every group gets every record), partitions without a
-// committed offset start at -offset (beginning by default). The offsets
+// committed offset start at -offset (beginning by default, as the
+// library's GroupOptions.Reset: a new group reads the backlog). The offsets
 // after the records printed are committed every -commit-interval and
 // before the command exits (at -n, at the end with -e, on SIGINT or
 // SIGTERM), always after the output was flushed: a record is committed

@@ -617,11 +617,11 @@ func resolveReset(b *folio.Broker, topicName string, p folio.PartitionInfo, targ
 // always after the output was flushed, so a commit never covers a record
 // that was not written out (at-least-once).
 func consumeGroup(e env, dir, groupID, topicName string, start startSpec, f recordFormat, limit int64, exitAtEnd bool, recheck, commitEvery time.Duration) (err error) {
-	reset := group.ResetEarliest
+	reset := folio.ResetEarliest
 	switch start.kind {
 	case 'b':
 	case 'e':
-		reset = group.ResetLatest
+		reset = folio.ResetLatest
 	default:
 		return usagef("-offset with -group is beginning or end (where to start in partitions without a committed offset)")
 	}
