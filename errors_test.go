@@ -242,9 +242,10 @@ func TestGroupCorruptionIsCorrupt(t *testing.T) {
 // errWarnings is a slog.Handler that keeps the messages logged at Warn
 // and above and the error values among their attributes.
 type errWarnings struct {
-	mu   sync.Mutex
-	msgs []string
-	errs []error
+	mu    sync.Mutex
+	msgs  []string
+	errs  []error
+	attrs map[string]string
 }
 
 func (w *errWarnings) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
@@ -252,16 +253,27 @@ func (w *errWarnings) Handle(_ context.Context, r slog.Record) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.msgs = append(w.msgs, r.Message)
+	if w.attrs == nil {
+		w.attrs = map[string]string{}
+	}
 	r.Attrs(func(a slog.Attr) bool {
 		if e, ok := a.Value.Any().(error); ok {
 			w.errs = append(w.errs, e)
 		}
+		w.attrs[a.Key] = a.Value.String()
 		return true
 	})
 	return nil
 }
 func (w *errWarnings) WithAttrs([]slog.Attr) slog.Handler { return w }
 func (w *errWarnings) WithGroup(string) slog.Handler      { return w }
+
+// attrText returns the text of the last attribute named key, "" if none.
+func (w *errWarnings) attrText(key string) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.attrs[key]
+}
 
 // err returns the first error logged, nil if none.
 func (w *errWarnings) err() error {
