@@ -138,6 +138,12 @@ func TestConsumeGroup(t *testing.T) {
 	if got := ok(t, "", "consume", "-dir", dir, "-topic", "orders", "-group", "latecomer", "-offset", "end", "-e"); got != "" {
 		t.Errorf("a new group at the end printed %q", got)
 	}
+	// It read nothing, yet committed where it started: the records that
+	// arrive before its next run are its to read then.
+	ok(t, "late 1\nlate 2\n", "produce", "-dir", dir, "-topic", "orders")
+	if got := ok(t, "", "consume", "-dir", dir, "-topic", "orders", "-group", "latecomer", "-offset", "end", "-e", "-f", `%s\n`); got != "late 1\nlate 2\n" && got != "late 2\nlate 1\n" {
+		t.Errorf("the group's next run printed %q, want the two records produced since its first", got)
+	}
 }
 
 // TestConsumeGroupInterrupted: a following member stopped by SIGINT commits
