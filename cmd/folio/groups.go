@@ -744,7 +744,7 @@ func (m *groupPrinter) commit(ctx context.Context) error {
 	}
 	todo := map[folio.TopicPartition]int64{}
 	for tp, off := range m.positions {
-		if m.committed[tp] != off {
+		if c, ok := m.committed[tp]; !ok || c != off {
 			todo[tp] = off
 		}
 	}
