@@ -187,9 +187,6 @@ func (f snapshotFile) ReadSnapshot() ([]byte, error) {
 	return readMetaFile(f.d.fs, f.d.path(), f.name)
 }
 
-// String names the snapshot's file.
-func (f snapshotFile) String() string { return filepath.Join(f.d.path(), f.name) }
-
 func (f snapshotFile) WriteSnapshot(data []byte) error {
 	if err := f.d.ensure(); err != nil {
 		return err

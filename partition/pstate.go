@@ -88,7 +88,7 @@ func (p *Partition) repairSnapshot() {
 		}
 	}
 	p.logger.Warn("partition: producer-state snapshot damaged; rebuilding it from the log and rewriting it",
-		"partition", p.String(), "snapshot", snapshotName(p.snaps), "err", err)
+		"partition", p.String(), "snapshot", p.snapshotName(), "err", err)
 	p.pstateMu.Lock()
 	st, serr := topic.NewProducerState(nil)
 	if serr == nil {
@@ -102,17 +102,8 @@ func (p *Partition) repairSnapshot() {
 		// The next idempotent append rebuilds the state anyway (it ignores
 		// the damaged snapshot); only the rewrite is missed.
 		p.logger.Warn("partition: rebuilding the damaged producer-state snapshot failed",
-			"partition", p.String(), "snapshot", snapshotName(p.snaps), "err", serr)
+			"partition", p.String(), "snapshot", p.snapshotName(), "err", serr)
 	}
-}
-
-// snapshotName is how reports name a SnapshotStore: its String, when it
-// has one (the data directory's names the file).
-func snapshotName(s SnapshotStore) string {
-	if n, ok := s.(fmt.Stringer); ok {
-		return n.String()
-	}
-	return fmt.Sprintf("%T", s)
 }
 
 // snapshotName names where the snapshot lives, for messages: the store's
