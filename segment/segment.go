@@ -40,7 +40,7 @@ type Segment struct {
 	// ro and follow are set by OpenReadOnly (see readonly.go): the segment
 	// never writes, and a followed one tracks a writer's active segment.
 	ro, follow bool
-	failed   atomic.Pointer[error]
+	failed     atomic.Pointer[error]
 
 	// appendMu serialises the writing methods (Append, Seal, Activate,
 	// TruncateTo, Recover, Close, Delete, CloseIdle and index repairs) and
@@ -84,7 +84,7 @@ type files struct {
 	hdr  *headerMap      // header scans' view of src's mapping; nil unless ReadPath is Mmap
 	off  *index.OffsetIndex
 	time *index.TimeIndex
-	gen  uint64 // bumped by every rebuild of off and time
+	gen  uint64      // bumped by every rebuild of off and time
 	id   os.FileInfo // read-only segments: the .log loaded, to notice its replacement
 }
 
