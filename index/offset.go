@@ -131,14 +131,22 @@ func (x *OffsetIndex) Append(offset int64, position int64) error {
 //
 // Lookup searches the last 8 KiB of entries first (see the package doc).
 func (x *OffsetIndex) Lookup(offset int64) OffsetEntry {
-	return x.floor(offset, x.offsetKey)
+	return x.floor(offset, x.offsets())
+}
+
+// offsets returns the key of the offset searches: a closure over the base,
+// so that the search's probe calls offsetAt directly (inlined), not through
+// the layout.
+func (x *OffsetIndex) offsets() func(d []byte, i int) int64 {
+	base := x.c.base
+	return func(d []byte, i int) int64 { return offsetAt(d, i, base) }
 }
 
 // UpperBound returns the entry with the smallest offset at or above offset,
 // and false when there is none (no entries, all below offset, closed, or a
 // fault).
 func (x *OffsetIndex) UpperBound(offset int64) (OffsetEntry, bool) {
-	return x.ceil(offset, x.offsetKey)
+	return x.ceil(offset, x.offsets())
 }
 
 // UpperBoundPosition returns the first entry whose position is at or above
