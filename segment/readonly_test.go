@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/foliolog/folio/errs"
+	"github.com/foliolog/folio/index"
 	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/vfs"
 )
@@ -204,4 +205,57 @@ func TestReadReturnsGoodBatchesBeforeDamage(t *testing.T) {
 	if v, err := s.Read(bad.h().BaseOffset(), 1<<30, -1); v != nil || !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("read at the damaged batch: %v, %v", v, err)
 	}
+}
+
+// TestReadOnlyMaxTimestampBetweenEntries: a followed segment whose writer
+// has written an offset entry but not yet the time entry of the same batch
+// (the two are separate appends) still finds the largest timestamp, which
+// here lies in a batch between the last two index points.
+func TestReadOnlyMaxTimestampBetweenEntries(t *testing.T) {
+	src := segDir(t)
+	opts := &Options{IndexIntervalBytes: 400}
+	w := mustCreate(t, src, 0, opts)
+	rng := testRand(t)
+	m := &model{}
+	// Timestamps rise to a peak, then fall back: about 120 bytes a batch,
+	// an index point every four or so.
+	for i := 0; i < 40; i++ {
+		ts := int64(1000 + i*10)
+		if i >= 33 {
+			ts = int64(500 + i)
+		}
+		b := buildBatch(t, int64(i), []int32{0}, []int64{ts}, 40, rng)
+		if _, err := w.Append(b); err != nil {
+			t.Fatal(err)
+		}
+		m.add(b)
+	}
+	dst := segDir(t)
+	for _, p := range []string{LogPath(src, 0), IndexPath(src, 0), TimeIndexPath(src, 0)} {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p == TimeIndexPath(src, 0) {
+			// Zero the last time entry: the writer between its two appends.
+			times, err := index.ReadTimeEntries(nil, p, 0)
+			if err != nil || len(times) < 2 {
+				t.Fatalf("time entries %v, %v", times, err)
+			}
+			n := len(times) * index.TimeEntrySize
+			clear(data[n-index.TimeEntrySize : n])
+		}
+		if err := os.WriteFile(filepath.Join(dst, filepath.Base(p)), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := OpenReadOnly(&readOnlyFS{FS: vfs.Default}, dst, 0, true, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, _, err := r.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	checkAgainst(t, r, m)
 }
