@@ -26,32 +26,24 @@ const memStepEntries = 512
 // Append requires (it appends them). name stands for the index in errors.
 // Its capacity is Options.MaxIndexBytes/8 entries, as a file's.
 func NewOffsetInMemory(name string, baseOffset int64, entries []OffsetEntry, opts *Options) (*OffsetIndex, error) {
-	c, err := newMemCore(name, baseOffset, opts, OffsetEntrySize, make([]byte, len(entries)*OffsetEntrySize))
+	t, err := memTable(name, baseOffset, entries, opts, offsetLayout, func(t table[OffsetEntry], e OffsetEntry) error {
+		return (&OffsetIndex{t}).Append(e.Offset, e.Position)
+	})
 	if err != nil {
 		return nil, err
 	}
-	x := &OffsetIndex{c: c}
-	for _, e := range entries {
-		if err := x.Append(e.Offset, e.Position); err != nil {
-			return nil, err
-		}
-	}
-	return x, nil
+	return &OffsetIndex{t}, nil
 }
 
 // NewTimeInMemory is NewOffsetInMemory for a time index.
 func NewTimeInMemory(name string, baseOffset int64, entries []TimeEntry, opts *Options) (*TimeIndex, error) {
-	c, err := newMemCore(name, baseOffset, opts, TimeEntrySize, make([]byte, len(entries)*TimeEntrySize))
+	t, err := memTable(name, baseOffset, entries, opts, timeLayout, func(t table[TimeEntry], e TimeEntry) error {
+		return (&TimeIndex{t}).Append(e.Timestamp, e.Offset)
+	})
 	if err != nil {
 		return nil, err
 	}
-	x := &TimeIndex{c: c}
-	for _, e := range entries {
-		if err := x.Append(e.Timestamp, e.Offset); err != nil {
-			return nil, err
-		}
-	}
-	return x, nil
+	return &TimeIndex{t}, nil
 }
 
 // ReadOffsetEntries reads the offset index file at path with pread (it maps
@@ -62,36 +54,40 @@ func NewTimeInMemory(name string, baseOffset int64, entries []TimeEntry, opts *O
 // hints: the caller checks them against the .log. A missing file is an
 // error matching fs.ErrNotExist.
 func ReadOffsetEntries(fsys vfs.FS, path string, baseOffset int64) ([]OffsetEntry, error) {
-	var out []OffsetEntry
-	err := readPrefix(fsys, path, OffsetEntrySize, func(e []byte) bool {
-		rel, pos := decodeOffsetEntry(e)
-		x := OffsetEntry{Offset: baseOffset + int64(rel), Position: int64(pos)}
-		if rel < 0 || pos < 0 {
+	return readEntries(fsys, path, baseOffset, offsetLayout, func(prev *OffsetEntry, e OffsetEntry) bool {
+		if e.Offset < baseOffset || e.Position < 0 {
 			return false
 		}
-		if n := len(out); n > 0 && (x.Offset <= out[n-1].Offset || x.Position < out[n-1].Position) {
-			return false
-		}
-		out = append(out, x)
-		return true
+		return prev == nil || (e.Offset > prev.Offset && e.Position >= prev.Position)
 	})
-	return out, err
 }
 
 // ReadTimeEntries is ReadOffsetEntries for a time index: timestamps
 // strictly increasing, offsets not decreasing.
 func ReadTimeEntries(fsys vfs.FS, path string, baseOffset int64) ([]TimeEntry, error) {
-	var out []TimeEntry
-	err := readPrefix(fsys, path, TimeEntrySize, func(e []byte) bool {
-		ts, rel := decodeTimeEntry(e)
-		x := TimeEntry{Timestamp: ts, Offset: baseOffset + int64(rel)}
-		if rel < 0 || ts <= NoTimestamp {
+	return readEntries(fsys, path, baseOffset, timeLayout, func(prev *TimeEntry, e TimeEntry) bool {
+		if e.Offset < baseOffset || e.Timestamp <= NoTimestamp {
 			return false
 		}
-		if n := len(out); n > 0 && (x.Timestamp <= out[n-1].Timestamp || x.Offset < out[n-1].Offset) {
+		return prev == nil || (e.Timestamp > prev.Timestamp && e.Offset >= prev.Offset)
+	})
+}
+
+// readEntries returns the entries of layout l in the file at path, in
+// order, as far as each is not all zero and in order after the one before
+// it (prev nil for the first).
+func readEntries[E any](fsys vfs.FS, path string, base int64, l *layout[E], inOrder func(prev *E, e E) bool) ([]E, error) {
+	var out []E
+	err := readPrefix(fsys, path, l.size, func(b []byte) bool {
+		e := l.decode(b, 0, base)
+		var prev *E
+		if n := len(out); n > 0 {
+			prev = &out[n-1]
+		}
+		if !inOrder(prev, e) {
 			return false
 		}
-		out = append(out, x)
+		out = append(out, e)
 		return true
 	})
 	return out, err

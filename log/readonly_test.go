@@ -747,3 +747,36 @@ func TestReadOnlyBesideLiveWriter(t *testing.T) {
 		t.Fatalf("read back %d batches", len(bases))
 	}
 }
+
+// TestReadOnlyReadBoundedFollowsTheEnd: a read-only log publishes its end
+// for reads bounded by the log end as for those bounded by the high
+// watermark, so both see what a Refresh found, across a roll.
+func TestReadOnlyReadBoundedFollowsTheEnd(t *testing.T) {
+	dir := t.TempDir()
+	w := openT(t, nil, dir, &Options{FlushPolicy: FlushNone, SegmentBytes: 1024}, State{})
+	appendOne(t, w, "b", 0, 2, 40, 1000)
+	r := openRO(t, newNoWriteFS(t), dir, Options{}, State{})
+	for i := int64(2); i < 40; i += 2 {
+		appendOne(t, w, "b", i, 2, 40, 1000+i)
+		if err := r.Refresh(); err != nil {
+			t.Fatal(err)
+		}
+		for _, bound := range []Bound{BoundHighWatermark, BoundLogEnd} {
+			v, err := r.ReadBounded(i, 1, bound)
+			if err != nil {
+				t.Fatalf("read at %d to the %v after Refresh: %v", i, bound, err)
+			}
+			_, recs, err := decodeView(v, i)
+			v.Release()
+			if err != nil || len(recs) == 0 || recs[0].offset != i {
+				t.Fatalf("read at %d to the %v: %+v, %v", i, bound, recs, err)
+			}
+			if _, err := r.ReadBounded(i+2, 1, bound); !errors.Is(err, ErrNoData) {
+				t.Fatalf("read at the end %d to the %v: %v, want ErrNoData", i+2, bound, err)
+			}
+		}
+	}
+	if r.Stats().Segments < 2 {
+		t.Fatalf("%d segments: the writer never rolled", r.Stats().Segments)
+	}
+}

@@ -295,7 +295,12 @@ func (s *Segment) loadFollowed(f *files, size int64) (*tip, error) {
 	}
 	c := s.pinned(f, &tip{size: end})
 	defer c.free()
-	t, err := c.restore(false)
+	// The largest timestamp is found from the batch of the last time
+	// entry when that comes before the last offset entry: the writer
+	// appends a time entry just after the offset entry of the same batch,
+	// so a look between the two sees an offset entry whose time entry is
+	// not there yet, and the batches before it may hold the maximum.
+	t, err := c.restore(true)
 	if errors.Is(err, errStaleIndex) {
 		s.rebuilds.Add(1)
 		x, err := s.rebuildInMemory(f, c.sc)
