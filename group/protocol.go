@@ -26,12 +26,6 @@ type TopicPartition struct {
 
 func (tp TopicPartition) String() string { return tp.Topic + "-" + strconv.Itoa(int(tp.Partition)) }
 
-func (tp TopicPartition) less(o TopicPartition) bool {
-	if tp.Topic != o.Topic {
-		return tp.Topic < o.Topic
-	}
-	return tp.Partition < o.Partition
-}
 
 // State is a group's state in the classic protocol.
 type State uint8
