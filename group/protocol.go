@@ -26,7 +26,6 @@ type TopicPartition struct {
 
 func (tp TopicPartition) String() string { return tp.Topic + "-" + strconv.Itoa(int(tp.Partition)) }
 
-
 // State is a group's state in the classic protocol.
 type State uint8
 
