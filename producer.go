@@ -418,7 +418,8 @@ func (p *Producer) Close() error {
 		return ErrClosed
 	}
 	p.mem.wake()
-	p.closeMu.Lock() // no produce call is buffering past this point
+	p.closeMu.Lock()
+	//lint:ignore SA2001 a barrier: once taken, no produce call is buffering past this point
 	p.closeMu.Unlock()
 	p.flushing.Add(1)
 	p.kickAll()

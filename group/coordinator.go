@@ -180,13 +180,6 @@ func (c *Coordinator) Close() error {
 // errClosed is what requests get from a closed coordinator.
 func errClosed() error { return fmt.Errorf("%w: %w", ErrClosed, ErrCoordinatorNotAvailable) }
 
-// isClosed reports whether Close was called.
-func (c *Coordinator) isClosed() bool {
-	c.groupsMu.Lock()
-	defer c.groupsMu.Unlock()
-	return c.closed
-}
-
 // lookup returns a group, or nil if the coordinator does not know it.
 func (c *Coordinator) lookup(id string) (*group, error) {
 	c.groupsMu.Lock()

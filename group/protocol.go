@@ -32,13 +32,6 @@ func (s StartOffset) String() string {
 	return s.TopicPartition.String() + "@" + strconv.FormatInt(s.Offset, 10)
 }
 
-func (tp TopicPartition) less(o TopicPartition) bool {
-	if tp.Topic != o.Topic {
-		return tp.Topic < o.Topic
-	}
-	return tp.Partition < o.Partition
-}
-
 // State is a group's state in the classic protocol.
 type State uint8
 

@@ -76,7 +76,8 @@ func (l *Log) stopCompaction() {
 		return
 	}
 	c.unregister(l)
-	l.cmp.cleanMu.Lock() // waits out a pass under way
+	l.cmp.cleanMu.Lock()
+	//lint:ignore SA2001 a barrier: the lock is taken only to wait out a pass under way
 	l.cmp.cleanMu.Unlock()
 	if l.cmp.private {
 		_ = c.Close()

@@ -24,13 +24,6 @@ import (
 // ErrUnknownGroup names a group with no committed offsets.
 var ErrUnknownGroup = errors.New("unknown consumer group")
 
-func runGroups(e env, args []string) error {
-	if len(args) > 0 && args[0] == "reset" {
-		return groupsReset(e, args[1:])
-	}
-	return groupsDescribe(e, args)
-}
-
 // commit is one committed offset as __consumer_offsets holds it.
 type commit struct {
 	offset   int64
