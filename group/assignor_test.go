@@ -374,3 +374,37 @@ func FuzzDecodeAssignment(f *testing.F) {
 		}
 	})
 }
+
+// TestCooperativeStickyKeepsBalancedShare is the case seed
+// 1796184116860759900 of TestCooperativeStickyProperties found: balancing
+// several moves at a time from one member took m01 below its balanced
+// share of 4 while m03 still held 6, and then refilled it with a partition
+// that had to move from m03, so m01 kept 3 of the 6 it owned.
+func TestCooperativeStickyKeepsBalancedShare(t *testing.T) {
+	all := []string{"t0", "t1", "t2"}
+	parts := map[string]int32{"t0": 8, "t1": 7, "t2": 5}
+	tp := func(topic string, p int32) TopicPartition { return TopicPartition{topic, p} }
+	members := []Subscription{
+		{MemberID: "m00", Generation: 3, Topics: all},
+		{MemberID: "m01", Generation: 3, Topics: all, Owned: []TopicPartition{tp("t1", 0), tp("t1", 2), tp("t1", 5), tp("t1", 6), tp("t2", 1), tp("t2", 3)}},
+		{MemberID: "m02", Generation: 3, Topics: all},
+		{MemberID: "m03", Generation: 3, Topics: all, Owned: []TopicPartition{tp("t0", 4), tp("t0", 5), tp("t0", 6), tp("t0", 7), tp("t1", 1), tp("t2", 2)}},
+		{MemberID: "m04", Generation: 3, Topics: all, Owned: []TopicPartition{tp("t0", 0), tp("t0", 1), tp("t0", 2), tp("t0", 3), tp("t1", 3)}},
+	}
+	plan := stickyPlan(members, parts)
+	checkAssignment(t, "plan", members, parts, plan)
+	for _, m := range members {
+		kept := 0
+		for _, p := range plan[m.MemberID] {
+			if slices.Contains(m.Owned, p) {
+				kept++
+			}
+		}
+		if want := min(len(m.Owned), 4); kept < want {
+			t.Errorf("%s kept %d of its %d partitions, balanced share 4: plan %v", m.MemberID, kept, len(m.Owned), plan)
+		}
+		if n := len(plan[m.MemberID]); n != 4 {
+			t.Errorf("%s holds %d partitions, want 4: plan %v", m.MemberID, n, plan)
+		}
+	}
+}

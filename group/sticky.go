@@ -95,18 +95,24 @@ func stickyPlan(members []Subscription, partitions map[string]int32) map[string]
 		cur[i] = append(cur[i], tp)
 	}
 
-	// Balance: move partitions from a member to an eligible one holding at
-	// least two fewer, the most loaded members first, until no move helps.
-	// Each move lowers the sum of squared counts, so this ends.
+	// Balance: move one partition at a time from the most loaded member
+	// that can give one to an eligible member holding at least two fewer,
+	// taking its most recently added partition first. Each move lowers the
+	// sum of squared counts, so this ends. Moving only from a most loaded
+	// member keeps the plan sticky: a member loses a partition it owns only
+	// while it holds the most, so it never drops below its balanced share
+	// (a member taking partitions from several at once in one pass could
+	// fall below it while the others were still above, and then be refilled
+	// with partitions that had to move from someone else).
 	order := make([]int, len(sorted))
-	for moved := true; moved; {
-		moved = false
+	for {
 		for i := range order {
 			order[i] = i
 		}
 		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(len(cur[b]), len(cur[a])) })
+		moved := false
 		for _, m := range order {
-			for j := len(cur[m]) - 1; j >= 0; j-- {
+			for j := len(cur[m]) - 1; j >= 0 && !moved; j-- {
 				tp := cur[m][j]
 				n := least(tp.Topic)
 				if n < 0 || len(cur[n])+1 >= len(cur[m]) {
@@ -116,6 +122,12 @@ func stickyPlan(members []Subscription, partitions map[string]int32) map[string]
 				cur[n] = append(cur[n], tp)
 				moved = true
 			}
+			if moved {
+				break
+			}
+		}
+		if !moved {
+			break
 		}
 	}
 	for i := range sorted {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/foliolog/folio/readpath"
+	"github.com/foliolog/folio/segment"
 )
 
 // Defaults, Kafka's where Kafka has one.
@@ -136,6 +137,12 @@ type Options struct {
 	// that a test drives seals, interval flushes and retention itself and
 	// no other goroutine touches the files when it simulates a power cut.
 	noBackground bool
+
+	// afterSwapStep, when set, is called by a compaction pass at each
+	// boundary between the steps of its rename protocol (see pass.swap); an
+	// error stops the pass there, so that a test can crash the process
+	// exactly between two steps.
+	afterSwapStep func(swapStep) error
 }
 
 // withDefaults returns a copy of o (nil allowed) with every zero field set to
@@ -210,4 +217,15 @@ func (o *Options) validate() error {
 		return bad("FlushPolicy", "%v", err)
 	}
 	return nil
+}
+
+// segmentOptions are the options of the log's segments.
+func segmentOptions(o Options) segment.Options {
+	return segment.Options{
+		IndexIntervalBytes: o.IndexIntervalBytes,
+		MaxIndexBytes:      o.MaxIndexBytes,
+		MaxBatchBytes:      o.MaxBatchBytes,
+		ReadPath:           o.ReadPath,
+		MaxSegmentBytes:    o.SegmentBytes,
+	}
 }

@@ -1,7 +1,6 @@
 package log
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,7 +14,6 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/foliolog/folio/index"
 	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/segment"
@@ -747,51 +745,5 @@ func TestReadOnlyBesideLiveWriter(t *testing.T) {
 	}
 	if !slices.IsSorted(bases) || len(bases) == 0 {
 		t.Fatalf("read back %d batches", len(bases))
-	}
-}
-
-// TestSearchEntries checks the index search against a linear scan, for
-// indexes of every size around the block it reads at once, with and
-// without a zeroed tail and a trimmed end.
-func TestSearchEntries(t *testing.T) {
-	rnd := newRand(testSeed(t))
-	dir := t.TempDir()
-	for _, n := range []int{0, 1, 2, 511, 512, 513, 1500, 4097} {
-		for _, zeros := range []int{0, 1, 8192} {
-			var data []byte
-			var keys []uint32
-			key := uint32(0)
-			for i := 0; i < n; i++ {
-				key += 1 + uint32(rnd.IntN(5))
-				keys = append(keys, key)
-				data = binary.BigEndian.AppendUint32(data, key)
-				data = binary.BigEndian.AppendUint32(data, uint32(i*100))
-			}
-			data = append(data, make([]byte, zeros*index.OffsetEntrySize)...)
-			path := filepath.Join(dir, fmt.Sprintf("%d-%d.index", n, zeros))
-			if err := os.WriteFile(path, data, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			f, err := vfs.Default.OpenFile(path, os.O_RDONLY, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for q := 0; q < 50; q++ {
-				target := uint32(rnd.IntN(int(key) + 3))
-				want := int64(-1)
-				for i, k := range keys {
-					if k <= target {
-						want = int64(i)
-					}
-				}
-				got, err := searchEntries(f, index.OffsetEntrySize, func(e []byte) bool { return binary.BigEndian.Uint32(e[:4]) <= target })
-				if err != nil || got != want {
-					t.Fatalf("%d entries, %d zeroed: search for %d gave %d (%v), want %d", n, zeros, target, got, err, want)
-				}
-			}
-			if err := f.Close(); err != nil {
-				t.Fatal(err)
-			}
-		}
 	}
 }

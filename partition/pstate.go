@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/foliolog/folio/errs"
 	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/record"
@@ -32,7 +33,7 @@ func (p *Partition) producerState() (*topic.ProducerState, error) {
 		end, lerr := st.LoadSnapshot(data)
 		switch {
 		case lerr != nil:
-			p.logger.Warn("partition: ignoring producer-state snapshot", "partition", p.String(), "err", lerr)
+			p.logger.Warn("partition: ignoring producer-state snapshot", "partition", p.String(), "file", p.snapshotName(), "err", lerr)
 			st, _ = topic.NewProducerState(nil)
 		case end > p.log.LogEndOffset():
 			// The log lost what the snapshot saw: it cannot vouch for it.
@@ -43,7 +44,7 @@ func (p *Partition) producerState() (*topic.ProducerState, error) {
 			from = max(from, end)
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
-		p.logger.Warn("partition: reading producer-state snapshot", "partition", p.String(), "err", err)
+		p.logger.Warn("partition: reading producer-state snapshot", "partition", p.String(), "file", p.snapshotName(), "err", err)
 	}
 	if err := st.Replay(p.batchHeaders(from)); err != nil {
 		if errors.Is(err, log.ErrClosed) {
@@ -53,6 +54,15 @@ func (p *Partition) producerState() (*topic.ProducerState, error) {
 	}
 	p.pstate = st
 	return st, nil
+}
+
+// snapshotName names where the snapshot lives, for messages: the store's
+// String (the data directory's store gives the file's path), else "".
+func (p *Partition) snapshotName() string {
+	if s, ok := p.snaps.(fmt.Stringer); ok {
+		return s.String()
+	}
+	return ""
 }
 
 func (p *Partition) readSnapshot() ([]byte, error) {
@@ -86,13 +96,20 @@ func (p *Partition) batchHeaders(from int64) iter.Seq2[record.Batch, error] {
 				if err != nil {
 					return err
 				}
+				at := v.Pos() // the byte position of buf[0] in its segment
 				for len(buf) > 0 {
 					size, err := record.CheckHeader(buf)
-					if err != nil || size > len(buf) {
-						return fmt.Errorf("%w: %s: batch header at offset %d: %v", ErrCorrupt, p, pos, err)
+					if err == nil && size > len(buf) {
+						err = fmt.Errorf("batch of %d bytes, %d left in the read", size, len(buf))
+					}
+					if err != nil {
+						// The log hands out whole batches it checked: this
+						// is damage under it. Name its directory and where.
+						return errs.Corruptf(ErrCorrupt, p.log.Dir(), -1, "segment position %d, batch header: %w", at, err)
 					}
 					hdrs = append(hdrs, record.Batch(append([]byte(nil), buf[:record.HeaderSize]...)))
 					buf = buf[size:]
+					at += int64(size)
 				}
 				return nil
 			})

@@ -23,6 +23,9 @@ var (
 	// fsync failed: the segment is fail-stop until Recover (or a reopen and
 	// Recover) re-establishes its state from disk. It wraps the first cause.
 	ErrFailed = errors.New("segment: failed earlier write")
+	// ErrReadOnly is returned by every method that would write to a
+	// segment opened with OpenReadOnly.
+	ErrReadOnly = errors.New("segment: read-only")
 	// ErrExists is returned by Create when the segment's .log already exists.
 	ErrExists = errors.New("segment: already exists")
 

@@ -59,6 +59,9 @@ func (s *Segment) Recover() (RecoverResult, error) {
 	if s.closed.Load() {
 		return RecoverResult{}, fmt.Errorf("%w: %s", ErrClosed, s.logPath)
 	}
+	if s.ro {
+		return RecoverResult{}, s.readOnlyErr("recover")
+	}
 	// Start from the disk, not from anything loaded: its state is suspect.
 	if s.files != nil {
 		err := s.closeFiles(s.files)
