@@ -183,9 +183,10 @@ type Consumer struct {
 	changed       context.Context
 	signalChanged context.CancelFunc
 
-	// pollMu serializes Poll and guards held.
-	pollMu sync.Mutex
-	held   heldViews
+	// pollMu serializes Poll and guards held and deferred.
+	pollMu   sync.Mutex
+	held     heldViews
+	deferred deferredErr
 
 	closed atomic.Bool
 }
@@ -448,6 +449,15 @@ type pollPart struct {
 // offset gaps. A position outside a partition's offsets is reset by the
 // ResetPolicy or reported as an *OffsetOutOfRangeError; a deleted topic's
 // partition reports ErrUnknownTopic until unassigned.
+//
+// A damaged batch (an error matching ErrCorrupt) costs only itself: Poll
+// returns the records before it, with those of the other partitions, and
+// the next Poll returns the error; the partition's Position stays at the
+// damaged batch (so committing it loses nothing) until a Seek moves past
+// it. Every Poll after that reads the other partitions again and reports
+// the error anew whenever it returns no records or, having returned some,
+// at the Poll after: a damaged partition neither stops nor hides behind
+// healthy ones.
 func (c *Consumer) Poll(ctx context.Context) ([]Record, error) {
 	c.pollMu.Lock()
 	defer c.pollMu.Unlock()
@@ -468,21 +478,33 @@ func (c *Consumer) Poll(ctx context.Context) ([]Record, error) {
 		changed := c.changed
 		c.assignMu.Unlock()
 
+		if err := c.takeDeferred(); err != nil {
+			return nil, err
+		}
 		var recs []Record
 		var ferr error
+		var fpart *pollPart
 		for i := range parts {
 			if len(recs) >= c.opts.MaxPollRecords {
 				break
 			}
-			recs, ferr = c.fetch(&parts[i], recs)
-			if ferr != nil {
-				break
+			var err error
+			recs, err = c.fetch(&parts[i], recs)
+			if err != nil && ferr == nil {
+				// One partition's error (damage, a deleted topic) does not
+				// hold back the others: they are still read.
+				ferr, fpart = err, &parts[i]
 			}
 		}
 		c.commit(parts)
 		if len(recs) > 0 {
-			// An error after records is reported by the next Poll, which
-			// meets it again.
+			// An error after records is reported by the next Poll, before
+			// it reads anything, so that it is neither lost nor, while other
+			// partitions have records, postponed for ever; the Poll after
+			// it meets the error again, unless a Seek moved past it.
+			if ferr != nil {
+				c.deferred = deferredErr{err: ferr, ap: fpart.ap, gen: fpart.gen}
+			}
 			return recs, nil
 		}
 		if ferr != nil {
@@ -492,6 +514,31 @@ func (c *Consumer) Poll(ctx context.Context) ([]Record, error) {
 			return nil, err
 		}
 	}
+}
+
+// deferredErr is a partition's error met by a Poll that returned records
+// of the partitions read before or after it.
+type deferredErr struct {
+	err error
+	ap  *assignedPart
+	gen uint64
+}
+
+// takeDeferred returns the error an earlier Poll deferred and forgets it;
+// nil when there is none or the partition was sought, reassigned or
+// unassigned since (the error may no longer hold).
+func (c *Consumer) takeDeferred() error {
+	d := c.deferred
+	c.deferred = deferredErr{}
+	if d.err == nil {
+		return nil
+	}
+	c.assignMu.Lock()
+	defer c.assignMu.Unlock()
+	if d.ap.gen != d.gen || c.assigned[d.ap.tp] != d.ap {
+		return nil
+	}
+	return d.err
 }
 
 // commit stores the positions Poll advanced, except for partitions that
@@ -557,6 +604,10 @@ func (c *Consumer) decode(pp *pollPart, v *readpath.View, recs []Record) ([]Reco
 			arena = make([]byte, 0, min(len(buf), arenaStart))
 		}
 		for len(buf) > 0 && len(recs) < c.opts.MaxPollRecords {
+			// A damaged batch costs only itself: the records of the batches
+			// before it are returned, and the position stays at its start,
+			// where the next Poll meets the damage again.
+			nBatch, posBatch, movedBatch := len(recs), pp.pos, pp.moved
 			bt, rest, err := record.Parse(buf)
 			if err != nil {
 				return fmt.Errorf("folio: %s: %w", p, errs.Mark(err, ErrCorrupt))
@@ -593,6 +644,7 @@ func (c *Consumer) decode(pp *pollPart, v *readpath.View, recs []Record) ([]Reco
 				it.Close()
 			}
 			if err != nil {
+				recs, pp.pos, pp.moved = recs[:nBatch], posBatch, movedBatch
 				return fmt.Errorf("folio: %s: %w", p, errs.Mark(err, ErrCorrupt))
 			}
 			if !full {
@@ -606,18 +658,17 @@ func (c *Consumer) decode(pp *pollPart, v *readpath.View, recs []Record) ([]Reco
 		}
 		return nil
 	})
-	if c.opts.ZeroCopy && err == nil && len(recs) > n0 {
+	if c.opts.ZeroCopy && len(recs) > n0 {
 		c.held.views = append(c.held.views, v)
 		keep = true
 	}
 	if !keep {
 		v.Release()
 	}
-	if err != nil {
-		return recs[:n0], err
+	if len(recs) > n0 || err == nil {
+		c.b.metrics.Consumed(p.Topic(), p.Index(), len(recs)-n0, bytesRead)
 	}
-	c.b.metrics.Consumed(p.Topic(), p.Index(), len(recs)-n0, bytesRead)
-	return recs, nil
+	return recs, err
 }
 
 // arenaStart is the first size of the buffer a poll copies record bytes

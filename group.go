@@ -351,6 +351,12 @@ func (g *GroupConsumer) Lag(topicName string, partition int32) (int64, error) {
 	return g.c.Lag(topicName, partition)
 }
 
+// Position returns the offset of the next record the member will read
+// from an owned partition: where it started, until it reads.
+func (g *GroupConsumer) Position(topicName string, partition int32) (int64, error) {
+	return g.c.Position(topicName, partition)
+}
+
 // Group returns the group id; MemberID and Generation the member's
 // current ones ("" and -1 while it is not in the group).
 func (g *GroupConsumer) Group() string     { return g.m.Group() }

@@ -246,16 +246,25 @@ func TestGroupHelperChild(t *testing.T) {
 			fail(err)
 		}
 	}
-	var wg sync.WaitGroup
+	// Every group joins before any commits: on a fast disk (tmpfs) the
+	// first group used to reach the parent's 400 acknowledgements before
+	// the others had joined, and the parent saw one group, not three.
+	var gcs []*GroupConsumer
 	for g := range 3 {
 		gc, err := b.JoinGroup(context.Background(), fmt.Sprint("g", g), []string{"t"}, &GroupOptions{DisableAutoCommit: true})
 		if err != nil {
 			fail(err)
 		}
+		gcs = append(gcs, gc)
+	}
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for g, gc := range gcs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for off := int64(1); off < 1000; off++ {
+			<-start
+			for off := int64(1); off < groupChildCommits; off++ {
 				fmt.Fprintf(out, "try g%d %d\n", g, off)
 				if err := gc.CommitOffsets(context.Background(), map[TopicPartition]int64{{Topic: "t", Partition: 0}: off}); err != nil {
 					fail(err)
@@ -265,13 +274,21 @@ func TestGroupHelperChild(t *testing.T) {
 		}()
 	}
 	fmt.Fprintf(out, "ready %d\n", os.Getpid())
+	close(start)
 	wg.Wait()
-	time.Sleep(time.Hour) // killed before
+	fmt.Fprintf(out, "done\n")
+	select {} // the parent kills it
 }
+
+// groupChildCommits bounds each group's commits in TestGroupHelperChild.
+const groupChildCommits = 1000
 
 // TestGroupCommitsSurviveSIGKILL kills (SIGKILL) a process whose group
 // members commit in a loop: after reopening, each group's offset is at
 // least its last acknowledged commit and at most its last attempted one.
+// The kill comes once all three groups have commits acknowledged. A
+// SIGKILL leaves the page cache to the kernel, so this test cannot see a
+// missing fsync; the power-cut tests (faultfs) do.
 func TestGroupCommitsSurviveSIGKILL(t *testing.T) {
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestGroupHelperChild$", "-test.count=1")
@@ -290,11 +307,20 @@ func TestGroupCommitsSurviveSIGKILL(t *testing.T) {
 	})
 	acked, tried := map[string]int64{}, map[string]int64{}
 	sc := bufio.NewScanner(stdout)
-	acks := 0
+	acks, killed := 0, false
+	kill := func() {
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
 		if len(f) >= 1 && f[0] == "error" {
 			t.Fatalf("child: %s", sc.Text())
+		}
+		if len(f) == 1 && f[0] == "done" && !killed {
+			killed = true
+			kill() // every commit went through before the count was reached
 		}
 		if len(f) != 3 {
 			continue
@@ -305,10 +331,10 @@ func TestGroupCommitsSurviveSIGKILL(t *testing.T) {
 			tried[f[1]] = v
 		case "ack":
 			acked[f[1]] = v
-			if acks++; acks == 400 {
-				if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-					t.Fatal(err)
-				}
+			// Killed in the middle of all three groups' commits.
+			if acks++; acks >= 400 && len(acked) == 3 && !killed {
+				killed = true
+				kill()
 			}
 		}
 	}

@@ -37,7 +37,9 @@ type ProducerOptions struct {
 	// BatchBytes caps the uncompressed size of one batch, and is how many
 	// bytes of unkeyed records go to one partition before the sticky
 	// partitioner moves on. Default DefaultBatchBytes. A topic's
-	// MaxMessageBytes caps it further.
+	// MaxMessageBytes caps it further. It does not cap a record: one
+	// larger than BatchBytes goes in a batch of its own, and only one
+	// larger than the topic's MaxMessageBytes fails (ErrMessageTooLarge).
 	BatchBytes int
 
 	// MaxBufferedBytes caps the memory held by records produced and not
@@ -294,9 +296,13 @@ func (p *Producer) route(rec *Record) (*prodPart, error) {
 		return nil, fmt.Errorf("folio: partitioning for %q: %w", rec.Topic, err)
 	}
 	pp := pt.parts[idx]
-	if alone > pp.limit {
-		return nil, fmt.Errorf("%w: record of %d bytes in a batch of its own; %s takes batches up to %d bytes",
-			ErrMessageTooLarge, alone, pp.p, pp.limit)
+	// BatchBytes caps how many records go together, not how large one may
+	// be: a record above it that fits the topic's max.message.bytes goes
+	// in a batch of its own (add seals the batches around it), as with
+	// Kafka's batch.size.
+	if alone > pp.maxBatch {
+		return nil, fmt.Errorf("%w: record of %d bytes in a batch of its own; %s takes batches up to %d bytes (max.message.bytes)",
+			ErrMessageTooLarge, alone, pp.p, pp.maxBatch)
 	}
 	return pp, nil
 }
@@ -434,7 +440,7 @@ type prodPart struct {
 	p           *brokerPart
 	partitioner *topic.Partitioner
 	nparts      int32
-	limit       int // the largest batch, by uncompressed size
+	limit       int // the uncompressed size at which a batch is sealed; a record above it goes alone
 	maxBatch    int // the largest batch the partition stores
 	codec       record.Codec
 

@@ -33,7 +33,7 @@ type Options struct {
 	// Required.
 	Topics Topics
 	// Logger hears rebalances, expired members, offsets clamped at load
-	// and records skipped at load. Default: discard.
+	// and records skipped at load, and damage cut at load. Default: discard.
 	Logger *slog.Logger
 	// Now stamps commits (the commit timestamp of the record). Default
 	// time.Now. Session, rebalance and sync timeouts run on the runtime's

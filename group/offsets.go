@@ -553,7 +553,10 @@ func (c *Coordinator) load() error {
 			}
 			return nil
 		})
-		if _, located := errors.AsType[*errs.Corruption](err); located {
+		if ce, located := errors.AsType[*errs.Corruption](err); located {
+			if c.cutDamage(p, ce, err) {
+				continue
+			}
 			// It names the partition and offset itself.
 			return fmt.Errorf("group: loading offsets: %w", err)
 		}
@@ -569,6 +572,26 @@ func (c *Coordinator) load() error {
 	c.applyLoadedMetadata(meta)
 	c.clamp()
 	return nil
+}
+
+// cutDamage cuts partition p of the Store at the damage ce reports, when
+// the Store can (see Truncater), and says whether it did. The records
+// before the damage are loaded already; those from it on are gone, and the
+// warning says which.
+func (c *Coordinator) cutDamage(p int32, ce *errs.Corruption, err error) bool {
+	t, ok := c.store.(Truncater)
+	if !ok || ce.Offset < 0 {
+		return false
+	}
+	end, terr := t.Truncate(p, ce.Offset)
+	if terr != nil {
+		c.logger.Error("group: cutting a damaged offsets partition failed",
+			"partition", p, "offset", ce.Offset, "damage", err, "err", terr)
+		return false
+	}
+	c.logger.Warn("group: offsets partition damaged; cut at the damage, as after a crash: commits from there on are lost and their groups restart from earlier commits",
+		"partition", p, "path", ce.Path, "cutFrom", ce.Offset, "cutTo", end, "damage", err)
+	return true
 }
 
 // clamp moves committed offsets that lie beyond their partition's log end

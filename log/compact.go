@@ -772,6 +772,11 @@ func (p *pass) builder(b record.Batch) (*record.Builder, error) {
 	bld.ProducerEpoch = b.ProducerEpoch()
 	bld.BaseSequence = b.BaseSequence()
 	bld.Transactional = b.IsTransactional()
+	// An emptied batch keeps b's max timestamp (Kafka's writeEmptyHeader):
+	// with NoTimestamp, a cleaned segment of empty batches had max
+	// timestamp -1, so it always passed the MinCompactionLag check and time
+	// retention never deleted it.
+	bld.EmptyTimestamp = b.MaxTimestamp()
 	if b.LogAppendTime() {
 		bld.LogAppendTime = true
 		bld.AppendTime = b.MaxTimestamp()

@@ -46,14 +46,73 @@ func (p *Partition) producerState() (*topic.ProducerState, error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		p.logger.Warn("partition: reading producer-state snapshot", "partition", p.String(), "file", p.snapshotName(), "err", err)
 	}
+	if err := p.replayLocked(st, from); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// replayLocked brings st up to the log end by replaying the batches from
+// offset from on, and makes it the partition's state. p.pstateMu is held.
+func (p *Partition) replayLocked(st *topic.ProducerState, from int64) error {
 	if err := st.Replay(p.batchHeaders(from)); err != nil {
 		if errors.Is(err, log.ErrClosed) {
-			return nil, p.mapAppendError(err, -1, -1) // closed, or deleted
+			return p.mapAppendError(err, -1, -1) // closed, or deleted
 		}
-		return nil, fmt.Errorf("partition: %s: rebuilding producer state from offset %d: %w", p, from, err)
+		return fmt.Errorf("partition: %s: rebuilding producer state from offset %d: %w", p, from, err)
 	}
 	p.pstate = st
-	return st, nil
+	return nil
+}
+
+// repairSnapshot checks the producer-state snapshot at Open: a damaged one
+// (it does not read or does not decode) is reported, naming the store, and
+// replaced by the state rebuilt from the whole log, so that neither the
+// next open nor verify meets it again. A sound snapshot is left for the
+// first idempotent append to load; a missing one is no damage.
+func (p *Partition) repairSnapshot() {
+	if p.snaps == nil {
+		return
+	}
+	data, err := p.snaps.ReadSnapshot()
+	if errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	if err == nil {
+		var st *topic.ProducerState
+		if st, err = topic.NewProducerState(nil); err != nil {
+			return
+		}
+		if _, err = st.LoadSnapshot(data); err == nil {
+			return
+		}
+	}
+	p.logger.Warn("partition: producer-state snapshot damaged; rebuilding it from the log and rewriting it",
+		"partition", p.String(), "snapshot", snapshotName(p.snaps), "err", err)
+	p.pstateMu.Lock()
+	st, serr := topic.NewProducerState(nil)
+	if serr == nil {
+		serr = p.replayLocked(st, p.log.LogStartOffset())
+	}
+	p.pstateMu.Unlock()
+	if serr == nil {
+		_, serr = p.SaveProducerState()
+	}
+	if serr != nil {
+		// The next idempotent append rebuilds the state anyway (it ignores
+		// the damaged snapshot); only the rewrite is missed.
+		p.logger.Warn("partition: rebuilding the damaged producer-state snapshot failed",
+			"partition", p.String(), "snapshot", snapshotName(p.snaps), "err", serr)
+	}
+}
+
+// snapshotName is how reports name a SnapshotStore: its String, when it
+// has one (the data directory's names the file).
+func snapshotName(s SnapshotStore) string {
+	if n, ok := s.(fmt.Stringer); ok {
+		return n.String()
+	}
+	return fmt.Sprintf("%T", s)
 }
 
 // snapshotName names where the snapshot lives, for messages: the store's

@@ -2,6 +2,8 @@ package segment
 
 import (
 	"errors"
+	"fmt"
+	"io/fs"
 
 	"github.com/foliolog/folio/errs"
 )
@@ -52,3 +54,15 @@ var (
 	// full: the caller must roll to a new segment.
 	ErrSegmentFull = errors.New("segment: full")
 )
+
+// openError reports a failed open of path: the file layer's *fs.PathError
+// already names the operation and the file, so it is not said twice.
+func openError(op, path string, err error) error {
+	if pe, ok := errors.AsType[*fs.PathError](err); ok && pe.Path == path {
+		if op == "open" {
+			return fmt.Errorf("segment: %w", err)
+		}
+		return fmt.Errorf("segment: %s: %w", op, err)
+	}
+	return fmt.Errorf("segment: %s %s: %w", op, path, err)
+}

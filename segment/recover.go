@@ -72,7 +72,7 @@ func (s *Segment) Recover() (RecoverResult, error) {
 	}
 	lf, err := s.fs.OpenFile(s.logPath, os.O_RDWR, 0)
 	if err != nil {
-		return RecoverResult{}, fmt.Errorf("segment: open %s: %w", s.logPath, err)
+		return RecoverResult{}, openError("open", s.logPath, err)
 	}
 	f := &files{log: lf}
 	res, x, err := s.recoverFiles(f)

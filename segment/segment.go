@@ -439,7 +439,7 @@ func (s *Segment) fileSize(f vfs.File) (int64, error) {
 func (s *Segment) openSource(f *files, active bool) error {
 	rf, err := s.fs.OpenFile(s.logPath, os.O_RDONLY, 0)
 	if err != nil {
-		return fmt.Errorf("segment: open %s: %w", s.logPath, err)
+		return openError("open", s.logPath, err)
 	}
 	mapSize := int64(0) // the file's size at the first view
 	hdrSize := int64(0)
@@ -580,7 +580,7 @@ func (s *Segment) activateLocked() error {
 	f := s.files
 	lf, err := s.fs.OpenFile(s.logPath, os.O_RDWR, 0)
 	if err != nil {
-		return fmt.Errorf("segment: open %s for writing: %w", s.logPath, err)
+		return openError("open for writing", s.logPath, err)
 	}
 	// A sealed segment's Source maps the file at its sealed size; the
 	// active one maps MaxSegmentBytes so appends need no remap.

@@ -31,7 +31,7 @@
 //
 // Deletes a topic and its records.
 //
-//	folio produce -topic T [-partition P] [-K delim] [-report]
+//	folio produce -topic T [-partition P] [-K delim] [-report] [-batch-bytes N]
 //
 // Appends one record per line of stdin, as lines arrive: stdin may be a
 // stream that never ends (SIGINT or SIGTERM stops it: the lines handed to
@@ -48,7 +48,10 @@
 // order of acknowledgement, flushed as it comes. A record that is not
 // acknowledged (for example a line longer than the topic's
 // max.message.bytes) stops the run with an error naming its line; records
-// of earlier lines stay written.
+// of earlier lines stay written. -batch-bytes (default 64KiB, Kafka's
+// batch.size) is how many bytes of lines go in one batch; a longer line
+// goes in a batch of its own, so any line up to the topic's
+// max.message.bytes is produced whatever -batch-bytes says.
 //
 //	folio groups reset -group G -topic T -to earliest|latest|OFFSET|TIME [-partition P] [-dry-run]
 //
