@@ -48,7 +48,7 @@ const (
 	// ResetNone reports an *OffsetOutOfRangeError (ErrOffsetOutOfRange)
 	// from a Consumer's Poll and leaves the position for the caller to
 	// Seek; a GroupConsumer's Poll reports a partition without a committed
-	// offset (group.ErrNoOffset) until it is Seeked.
+	// offset (ErrNoOffset) until it is Seeked.
 	ResetNone = group.ResetNone
 )
 

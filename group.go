@@ -316,7 +316,7 @@ func (g *GroupConsumer) Records(ctx context.Context) iter.Seq2[Record, error] {
 
 // Commit commits the position after every record handed out so far and
 // returns once it is durable. A member that lost its partitions to a
-// rebalance gets an error matching group.ErrCommitFailed.
+// rebalance gets an error matching ErrCommitFailed.
 func (g *GroupConsumer) Commit(ctx context.Context) error { return g.m.Commit(ctx) }
 
 // CommitOffsets commits the given positions (next offsets to read) and
@@ -386,11 +386,13 @@ func (g *GroupConsumer) close() error {
 	return err
 }
 
-// GroupCoordinator returns the Broker's group coordinator, for the layers
-// that speak Kafka's group APIs (the Kafka endpoint, the CLI's groups
-// command): DescribeGroups, ListGroups, DeleteGroups, OffsetFetch, and
-// OffsetCommit with generation -1 to reset an Empty group's offsets. It
-// creates __consumer_offsets on first use.
+// GroupCoordinator returns the Broker's group coordinator, which answers
+// Kafka's group APIs: DescribeGroups, ListGroups, DeleteGroups,
+// OffsetFetch, and OffsetCommit with generation -1 to reset an Empty
+// group's offsets (what a Kafka endpoint serves, and what an admin tool
+// such as folio groups uses). Members join through JoinGroup instead. It
+// creates __consumer_offsets on first use; a read-only Broker has none
+// (ErrReadOnly), but its GroupLag works.
 func (b *Broker) GroupCoordinator() (*group.Coordinator, error) {
 	return b.groups.coordinator(b)
 }
@@ -403,7 +405,7 @@ type PartitionLag = group.PartitionLag
 // trails the high watermark. A read-only Broker (OpenReadOnly) reads the
 // commits from the files at each call, so a monitoring program can watch a
 // running application's groups; a group it does not find is an error
-// matching group.ErrGroupIDNotFound.
+// matching ErrGroupNotFound.
 func (b *Broker) GroupLag(groupID string) ([]PartitionLag, error) {
 	if b.readOnly {
 		return b.readOnlyGroupLag(groupID)

@@ -484,7 +484,7 @@ func TestReadOnlyGroupLag(t *testing.T) {
 	if lag, err = ro.GroupLag("g"); err != nil || lag[1].Committed != 5 || lag[1].Lag != 0 {
 		t.Fatalf("read-only GroupLag after a new commit: %+v, %v", lag, err)
 	}
-	if _, err := ro.GroupLag("nope"); !errors.Is(err, group.ErrGroupIDNotFound) {
+	if _, err := ro.GroupLag("nope"); !errors.Is(err, ErrGroupNotFound) {
 		t.Fatalf("read-only GroupLag of an unknown group: %v", err)
 	}
 	if ro.Stats().Groups.Groups != 0 {

@@ -374,7 +374,10 @@ func (p *Producer) finish(n int, size int64) {
 // Flush appends every buffered record now, without lingering, and waits
 // until every record produced before and during the call is settled (its
 // callback ran). If ctx ends first it returns ctx's error; the records'
-// outcomes are then still reported to their callbacks.
+// outcomes are then still reported to their callbacks. A record's failure
+// is reported to its callback only: Flush returns nil once every record
+// settled, acknowledged or failed, so a caller that must know counts the
+// failures in its callbacks (see the README's program).
 func (p *Producer) Flush(ctx context.Context) error {
 	p.flushing.Add(1)
 	defer p.flushing.Add(-1)

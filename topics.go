@@ -64,6 +64,48 @@ const (
 	ReadSendfile = readpath.Sendfile
 )
 
+// The other enumerations of a TopicConfig, named here so that configuring a
+// topic needs no import of the topic package. Each is the topic package's
+// type, with its text form for flags and configuration files.
+type (
+	// CleanupPolicy is how a topic sheds old records (TopicConfig.Cleanup).
+	CleanupPolicy = topic.CleanupPolicy
+	// TimestampType is whose clock stamps a topic's records
+	// (TopicConfig.TimestampType).
+	TimestampType = topic.TimestampType
+	// Compression is the codec a topic stores batches with
+	// (TopicConfig.Compression).
+	Compression = topic.Compression
+)
+
+const (
+	// CleanupDelete deletes whole segments past retention. The default.
+	CleanupDelete = topic.CleanupDelete
+	// CleanupCompact keeps the latest record of each key (a table's
+	// changelog); retention does not delete.
+	CleanupCompact = topic.CleanupCompact
+	// CleanupCompactDelete compacts, and deletes segments past retention.
+	CleanupCompactDelete = topic.CleanupCompactDelete
+
+	// CreateTime keeps the producer's timestamps. The default.
+	CreateTime = topic.CreateTime
+	// LogAppendTime stamps each batch with the log's clock at append.
+	LogAppendTime = topic.LogAppendTime
+
+	// CompressionProducer keeps each batch as the producer compressed it.
+	// The default.
+	CompressionProducer = topic.CompressionProducer
+	CompressionNone     = topic.CompressionNone
+	CompressionGzip     = topic.CompressionGzip
+	CompressionSnappy   = topic.CompressionSnappy
+	CompressionLZ4      = topic.CompressionLZ4
+	CompressionZstd     = topic.CompressionZstd
+
+	// Unlimited, in TopicConfig.RetentionBytes or RetentionAge, keeps data
+	// regardless of size or age (Kafka's -1).
+	Unlimited = topic.Unlimited
+)
+
 // TopicInfo describes a topic and the offsets of its partitions.
 type TopicInfo struct {
 	Name string
