@@ -144,6 +144,9 @@ func handleFetch(ctx context.Context, rc *reqCtx, kreq kmsg.Request) (response, 
 			seen := resp.topics[tg.ti].parts[tg.pi].hw
 			cancels = append(cancels, tg.p.WaitFunc(max(fp.FetchOffset, seen), notify))
 		}
+		if s.onPark != nil {
+			s.onPark()
+		}
 		var stop bool
 		select {
 		case <-wake:

@@ -190,7 +190,7 @@ func (c *conn) handle(sl *slot, req kmsg.Request, a *api) {
 // or a handler error it stops writing, closes the connection (which stops
 // the reader) and only releases what the remaining handlers return.
 func (c *conn) writeLoop() {
-	rw := &respWriter{nc: c.nc, bw: bufio.NewWriterSize(c.nc, 32<<10)}
+	rw := &respWriter{nc: c.nc, raw: c.nc, bw: bufio.NewWriterSize(c.nc, 32<<10)}
 	dead := false
 	for sl := range c.queue {
 		<-sl.done
@@ -229,7 +229,8 @@ type response interface {
 // respWriter writes response frames to a connection: small parts
 // through a buffer, record bytes straight to the connection (sendfile).
 type respWriter struct {
-	nc  net.Conn
+	nc  net.Conn  // corked around a fetch response; nil in tests
+	raw io.Writer // where record sets go: nc, whose WriteTo may sendfile
 	bw  *bufio.Writer
 	tmp []byte
 }

@@ -169,8 +169,10 @@ func appendArrayLen(buf []byte, flex bool, n int) []byte {
 // writeFetchFrame writes f: chunks through the buffer, record sets straight
 // to the connection (their WriteTo picks sendfile for a TCP socket).
 func (w *respWriter) writeFetchFrame(f *fetchFrame) error {
-	uncork := cork(w.nc)
-	defer uncork()
+	if w.nc != nil {
+		uncork := cork(w.nc)
+		defer uncork()
+	}
 	for i, c := range f.chunks {
 		if _, err := w.bw.Write(c); err != nil {
 			return err
@@ -181,7 +183,7 @@ func (w *respWriter) writeFetchFrame(f *fetchFrame) error {
 		if err := w.bw.Flush(); err != nil {
 			return err
 		}
-		if _, err := f.sets[i].WriteTo(w.nc); err != nil {
+		if _, err := f.sets[i].WriteTo(w.raw); err != nil {
 			return err
 		}
 	}

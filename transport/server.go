@@ -31,6 +31,9 @@ type Server struct {
 
 	conWG sync.WaitGroup // connections' goroutines
 
+	// onPark, if set (tests), is called each time a fetch parks.
+	onPark func()
+
 	shutdownOnce sync.Once
 	shutdownErr  error
 	done         chan struct{} // closed when Shutdown completed
