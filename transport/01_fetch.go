@@ -144,8 +144,8 @@ func handleFetch(ctx context.Context, rc *reqCtx, kreq kmsg.Request) (response, 
 			seen := resp.topics[tg.ti].parts[tg.pi].hw
 			cancels = append(cancels, tg.p.WaitFunc(max(fp.FetchOffset, seen), notify))
 		}
-		if s.onPark != nil {
-			s.onPark()
+		if fn := s.onPark.Load(); fn != nil {
+			(*fn)()
 		}
 		var stop bool
 		select {

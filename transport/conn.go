@@ -76,8 +76,15 @@ func (c *conn) serve() {
 		defer close(writerDone)
 		c.writeLoop()
 	}()
-	if err := c.readLoop(); err != nil {
+	err := c.readLoop()
+	if err != nil {
 		c.log.Warn("transport: closing connection", "err", err)
+	}
+	if !errors.Is(err, ErrMalformed) && !c.stopRead.Load() {
+		// The client went (or the connection failed): nobody reads the
+		// answers, so in-flight requests stop waiting (a parked fetch
+		// answers at once; an append not yet begun is not made).
+		c.cancel()
 	}
 	close(c.queue)
 	<-writerDone

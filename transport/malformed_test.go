@@ -202,7 +202,8 @@ func TestShutdownIsPromptWithParkedFetches(t *testing.T) {
 		t.Fatal(err)
 	}
 	parked := make(chan struct{}, 100)
-	s.onPark = func() { parked <- struct{}{} }
+	onPark := func() { parked <- struct{}{} }
+	s.onPark.Store(&onPark)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

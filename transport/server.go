@@ -32,7 +32,7 @@ type Server struct {
 	conWG sync.WaitGroup // connections' goroutines
 
 	// onPark, if set (tests), is called each time a fetch parks.
-	onPark func()
+	onPark atomic.Pointer[func()]
 
 	shutdownOnce sync.Once
 	shutdownErr  error
