@@ -261,3 +261,13 @@ func (k kmsgResp) writeTo(w *respWriter, h *reqHeader) error {
 }
 
 func (kmsgResp) release() {}
+
+// clientHost is the client's address as Kafka's DescribeGroups shows it
+// ("/127.0.0.1").
+func (c *conn) clientHost() string {
+	host, _, err := net.SplitHostPort(c.nc.RemoteAddr().String())
+	if err != nil {
+		return "/" + c.nc.RemoteAddr().String()
+	}
+	return "/" + host
+}

@@ -24,6 +24,9 @@ type Server struct {
 	// stopping is closed by Shutdown: long-polling fetches answer at once
 	// and connections stop reading new requests.
 	stopping chan struct{}
+	// stopCtx ends when stopping closes, for contexts derived from it.
+	stopCtx    context.Context
+	stopCancel context.CancelFunc
 	// hardStop is cancelled when Shutdown's ctx ends: in-flight handlers
 	// give up.
 	hardCtx  context.Context
@@ -49,7 +52,9 @@ func NewServer(b Backend, opts *Options) (*Server, error) {
 		return nil, err
 	}
 	hard, stop := context.WithCancel(context.Background())
+	stopCtx, stopCancel := context.WithCancel(context.Background())
 	return &Server{
+		stopCtx: stopCtx, stopCancel: stopCancel,
 		b: b, opts: o,
 		listeners: map[net.Listener]struct{}{},
 		conns:     map[*conn]struct{}{},
@@ -148,6 +153,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.mu.Lock()
 		s.closing = true
 		close(s.stopping)
+		s.stopCancel()
 		for l := range s.listeners {
 			l.Close()
 		}
