@@ -60,4 +60,3 @@ func (s *Server) untilStopping(ctx context.Context) (context.Context, context.Ca
 	stop := context.AfterFunc(s.stopCtx, cancel)
 	return ctx, func() { stop(); cancel() }
 }
-
