@@ -80,3 +80,10 @@ func (ts *topicState) topicInfo() topic.Info {
 	in.Config.Partitions = int32(len(ts.parts))
 	return in
 }
+
+// SetPartitionCount is AddPartitions without the description, for a
+// Kafka client's CreatePartitions.
+func (b *Broker) SetPartitionCount(name string, total int32) error {
+	_, err := b.AddPartitions(name, total)
+	return err
+}

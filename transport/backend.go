@@ -25,6 +25,12 @@ type Backend interface {
 	// CreateTopicInfo creates a topic (Kafka's rules on names; zero
 	// Config fields take the defaults) and returns it once it is durable.
 	CreateTopicInfo(name string, cfg topic.Config) (topic.Info, error)
+	// DeleteTopic deletes a topic and its records (DeleteTopics);
+	// internal topics are refused.
+	DeleteTopic(name string) error
+	// SetPartitionCount grows a topic to total partitions
+	// (CreatePartitions); partitions are never removed.
+	SetPartitionCount(name string, total int32) error
 	// Partition returns a partition to append to and read from. The
 	// server never closes it.
 	Partition(topicName string, p int32) (*partition.Partition, error)

@@ -104,6 +104,41 @@ func (b *testBackend) CreateTopicInfo(name string, cfg topic.Config) (topic.Info
 	return in, nil
 }
 
+func (b *testBackend) DeleteTopic(name string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	tt, ok := b.topics[name]
+	if !ok {
+		return fmt.Errorf("%w: %q", topic.ErrNotFound, name)
+	}
+	for _, p := range tt.parts {
+		p.CloseDeleted()
+	}
+	delete(b.topics, name)
+	return nil
+}
+
+func (b *testBackend) SetPartitionCount(name string, total int32) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	tt, ok := b.topics[name]
+	if !ok {
+		return fmt.Errorf("%w: %q", topic.ErrNotFound, name)
+	}
+	if total <= int32(len(tt.parts)) {
+		return fmt.Errorf("%w: %d", topic.ErrInvalidPartitions, total)
+	}
+	for p := int32(len(tt.parts)); p < total; p++ {
+		part, err := partition.Open(nil, filepath.Join(b.dir, fmt.Sprintf("%s-%d", name, p)), tt.info, p, log.State{}, &partition.Options{RetentionCheckInterval: -1})
+		if err != nil {
+			return err
+		}
+		tt.parts = append(tt.parts, part)
+	}
+	tt.info.Config.Partitions = total
+	return nil
+}
+
 func (b *testBackend) Partition(name string, p int32) (*partition.Partition, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
