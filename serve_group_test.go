@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	kafkago "github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -169,5 +170,57 @@ func TestKafkaGroupOverTheWire(t *testing.T) {
 	listed, err := adm.ListGroups(ctx)
 	if err != nil || len(listed.Groups()) != 1 {
 		t.Fatalf("ListGroups: %v, %v", listed, err)
+	}
+}
+
+// TestKafkaGoGroupResumes: a segmentio/kafka-go group reader (its own
+// JoinGroup/SyncGroup/OffsetCommit versions) commits as it reads, and a
+// second reader of the group resumes after the commit.
+func TestKafkaGoGroupResumes(t *testing.T) {
+	b, err := Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := b.CreateTopic("kg", TopicConfig{Partitions: 2}); err != nil {
+		t.Fatal(err)
+	}
+	addr := serveT(t, b)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	tr := &kafkago.Transport{} // its own, so its idle connections close with the test
+	defer tr.CloseIdleConnections()
+	w := &kafkago.Writer{Addr: kafkago.TCP(addr), Topic: "kg", Balancer: &kafkago.RoundRobin{}, BatchTimeout: time.Millisecond, Transport: tr}
+	defer w.Close()
+	var msgs []kafkago.Message
+	for i := range 20 {
+		msgs = append(msgs, kafkago.Message{Value: fmt.Appendf(nil, "%d", i)})
+	}
+	if err := w.WriteMessages(ctx, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	read := func(n int) map[string]bool {
+		r := kafkago.NewReader(kafkago.ReaderConfig{Brokers: []string{addr}, GroupID: "kgg", Topic: "kg", MaxWait: 50 * time.Millisecond,
+			StartOffset: kafkago.FirstOffset, HeartbeatInterval: 200 * time.Millisecond})
+		defer r.Close()
+		got := map[string]bool{}
+		for len(got) < n {
+			m, err := r.ReadMessage(ctx) // commits synchronously (CommitInterval 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[string(m.Value)] = true
+		}
+		return got
+	}
+	first := read(20)
+	if err := w.WriteMessages(ctx, kafkago.Message{Value: []byte("20")}, kafkago.Message{Value: []byte("21")}); err != nil {
+		t.Fatal(err)
+	}
+	second := read(2)
+	for v := range second {
+		if first[v] {
+			t.Fatalf("the second reader re-read %q: it did not resume at the commit", v)
+		}
 	}
 }
