@@ -17,7 +17,7 @@ var layers = []struct {
 	paths []string
 }{
 	{90, []string{"cmd/", "examples/", "bench"}}, // programs
-	{80, []string{"adapters/"}},                  // none yet: Watermill, Prometheus, ...
+	{80, []string{"adapters/", "kafkatest"}},     // adapters (none yet: Watermill, Prometheus, ...); kafkatest
 	{70, []string{""}},                           // the root package, the facade
 	{60, []string{"transport", "replica"}},       // none yet; never import the root
 	{50, []string{"partition"}},

@@ -53,6 +53,18 @@
 // goes in a batch of its own, so any line up to the topic's
 // max.message.bytes is produced whatever -batch-bytes says.
 //
+//	folio serve [-listen HOST:PORT] [-advertise HOST:PORT] [-partitions N] [-no-auto-create] [-v]
+//
+// Serves the data directory to Kafka clients over TCP (package transport):
+// produce, fetch, offsets, metadata, idempotent producers. It takes the
+// directory's lock, prints "listening on ADDR" on stdout once it accepts
+// connections (with -listen HOST:0 the real port), logs with slog on
+// stderr, and on SIGINT or SIGTERM stops accepting, lets the requests in
+// flight finish (30 s at most) and closes the directory cleanly. A topic a
+// client names is created with -partitions partitions unless
+// -no-auto-create. A bad flag, a held directory or a port in use is one
+// line on stderr and a non-zero exit.
+//
 //	folio groups reset -group G -topic T -to earliest|latest|OFFSET|TIME [-partition P] [-dry-run]
 //
 // Moves a consumer group's committed offsets in a topic's partitions (all,

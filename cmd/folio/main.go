@@ -51,6 +51,7 @@ func commands() []command {
 		{"verify", "check every CRC and index of a data directory", runVerify},
 		{"groups", "consumer groups' committed offsets, lag and members", groupsDescribe},
 		{"groups reset", "move a consumer group's committed offsets", groupsReset},
+		{"serve", "serve the data directory to Kafka clients over TCP until SIGINT/SIGTERM", runServe},
 	}
 }
 
