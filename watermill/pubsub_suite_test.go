@@ -1,6 +1,7 @@
 package foliowatermill_test
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -46,6 +47,15 @@ func runSuite(t *testing.T, cfg folio.TopicConfig, ordered bool) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The suite does not close every subscriber it makes (its in-order
+		// test closes its multiplied subscriber before subscribing): close
+		// them all at the end of the test that made them. Close is
+		// idempotent.
+		t.Cleanup(func() {
+			if err := errors.Join(pub.Close(), sub.Close()); err != nil {
+				t.Error(err)
+			}
+		})
 		return pub, sub
 	}
 	tests.TestPubSub(t, tests.Features{
