@@ -19,7 +19,7 @@ var layers = []struct {
 	paths []string
 }{
 	{90, []string{"cmd/", "examples/", "bench"}}, // programs
-	{80, []string{"adapters/"}},                  // none yet: Watermill, Prometheus, ...
+	{80, []string{"adapters/", "console"}},       // over the facade; Watermill and Prometheus are nested modules
 	{70, []string{""}},                           // the root package, the facade
 	{60, []string{"transport", "replica"}},       // none yet; never import the root
 	{50, []string{"partition"}},
