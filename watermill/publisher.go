@@ -1,9 +1,11 @@
 package foliowatermill
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -40,10 +42,8 @@ type Publisher struct {
 	prod   *folio.Producer
 	topics *topics
 
-	mu      sync.RWMutex // held shared by Publish calls, exclusively by Close
-	closed  bool
-	closeMu sync.Mutex
-	done    bool
+	closed  atomic.Bool
+	closeMu sync.Mutex // serializes Close; guards err
 	err     error
 }
 
@@ -74,9 +74,7 @@ func NewPublisher(b *folio.Broker, opts *PublisherOptions) (*Publisher, error) {
 // FlushSync), or with the errors of those that failed. Messages of one call
 // that go to one partition keep their order there.
 func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	if p.closed {
+	if p.closed.Load() {
 		return ErrPublisherClosed
 	}
 	if err := p.topics.ensureKnown(topic); err != nil {
@@ -95,9 +93,10 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 	var wg sync.WaitGroup
 	wg.Add(len(recs))
 	for i, rec := range recs {
-		// The wait for buffer memory is bounded by the message's context
-		// (context.Background unless the caller set one).
-		p.prod.ProduceAsync(msgs[i].Context(), rec, func(_ *folio.Record, err error) {
+		// Not the message's context: a consumed message being forwarded
+		// has a context that ended with its Ack. A wait for buffer memory
+		// ends at Close.
+		p.prod.ProduceAsync(context.Background(), rec, func(_ *folio.Record, err error) {
 			errs[i] = err
 			wg.Done()
 		})
@@ -105,6 +104,9 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 	wg.Wait()
 	var all []error
 	for i, err := range errs {
+		if errors.Is(err, folio.ErrClosed) && p.closed.Load() {
+			err = ErrPublisherClosed
+		}
 		if err != nil {
 			if errors.Is(err, folio.ErrUnknownTopic) {
 				p.topics.forget(topic)
@@ -119,19 +121,17 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 	return errors.Join(all...)
 }
 
-// Close waits for Publish calls in progress and releases the producer.
-// Later Publish calls return ErrPublisherClosed; Close is idempotent (later
-// calls return what the first returned).
+// Close appends what Publish calls in progress have buffered, waits until
+// each of their messages is settled, and releases the producer. A Publish
+// call waiting for buffer memory then, and every later one, returns
+// ErrPublisherClosed. Close is idempotent: later calls return what the
+// first returned.
 func (p *Publisher) Close() error {
 	p.closeMu.Lock()
 	defer p.closeMu.Unlock()
-	if p.done {
+	if !p.closed.CompareAndSwap(false, true) {
 		return p.err
 	}
-	p.done = true
-	p.mu.Lock()
-	p.closed = true
-	p.mu.Unlock()
 	if err := p.prod.Close(); err != nil && !errors.Is(err, folio.ErrClosed) {
 		p.err = fmt.Errorf("foliowatermill: close producer: %w", err)
 	}

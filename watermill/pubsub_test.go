@@ -373,3 +373,39 @@ func TestDisableTopicCreation(t *testing.T) {
 		t.Fatalf("negative NackResendDelay: %v", err)
 	}
 }
+
+// A consumed message can be published on after its Ack, when its context
+// has ended (as a forwarding handler does).
+func TestForwardAckedMessage(t *testing.T) {
+	b := openBroker(t, t.TempDir())
+	pub := newPub(t, b, nil)
+	in := message.NewMessage("fwd-1", []byte("body"))
+	in.Metadata.Set("trace", "t-1")
+	if err := pub.Publish("first", in); err != nil {
+		t.Fatal(err)
+	}
+	sub := newSub(t, b, nil)
+	ch, err := sub.Subscribe(context.Background(), "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := receive(t, ch)
+	msg.Ack()
+	select {
+	case <-msg.Context().Done():
+	case <-time.After(waitLimit):
+		t.Fatal("context not cancelled after Ack")
+	}
+	if err := pub.Publish("second", msg); err != nil {
+		t.Fatalf("publishing an acked message: %v", err)
+	}
+	ch2, err := sub.Subscribe(context.Background(), "second")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := receive(t, ch2)
+	if got.UUID != "fwd-1" || string(got.Payload) != "body" || got.Metadata.Get("trace") != "t-1" {
+		t.Fatalf("forwarded %s %q %v", got.UUID, got.Payload, got.Metadata)
+	}
+	got.Ack()
+}
