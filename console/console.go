@@ -61,6 +61,8 @@ type Console struct {
 
 	refreshMu   sync.Mutex
 	lastRefresh time.Time
+
+	offsets offsetsFile // a read-only Broker's view of __consumer_offsets
 }
 
 // New returns the console for b. Its routes: / (topics and groups),

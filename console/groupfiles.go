@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/foliolog/folio"
 	"github.com/foliolog/folio/group"
+	"github.com/foliolog/folio/topic"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -22,18 +24,42 @@ type fileGroup struct {
 	meta      *kmsg.GroupMetadataValue
 }
 
+// offsetsFile is what the console has read of __consumer_offsets: the
+// groups as of next, per partition. Each read goes on from there.
+type offsetsFile struct {
+	mu     sync.Mutex
+	id     topic.ID
+	next   map[int32]int64
+	groups map[string]*fileGroup
+}
+
 // groupsFromFiles reads committed offsets and memberships from
 // __consumer_offsets through a plain consumer, as the coordinator loads
 // them: the last record of a key wins and a null value deletes it.
 // Records that do not decode are skipped, as the coordinator skips them.
+// It reads only what was appended since its last call (compaction only
+// removes records that a later one supersedes), and starts over when the
+// topic was recreated or its log start passed what was read.
 func (c *Console) groupsFromFiles(ctx context.Context, hw map[folio.TopicPartition]folio.PartitionInfo) ([]groupView, error) {
 	info, err := c.b.DescribeTopic(group.OffsetsTopic)
 	if err != nil {
 		return nil, nil // no groups yet
 	}
+	f := &c.offsets
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.groups == nil || f.id != info.ID {
+		f.id, f.next, f.groups = info.ID, map[int32]int64{}, map[string]*fileGroup{}
+	}
+	for _, p := range info.Partitions {
+		if p.LogStartOffset > f.next[p.Partition] && f.next[p.Partition] > 0 {
+			f.next, f.groups = map[int32]int64{}, map[string]*fileGroup{}
+			break
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, readOffsetsTimeout)
 	defer cancel()
-	groups := map[string]*fileGroup{}
+	groups := f.groups
 	get := func(id string) *fileGroup {
 		g := groups[id]
 		if g == nil {
@@ -42,24 +68,39 @@ func (c *Console) groupsFromFiles(ctx context.Context, hw map[folio.TopicPartiti
 		}
 		return g
 	}
-	cons, err := c.b.NewConsumer(&folio.ConsumerOptions{Name: "console", Reset: folio.ResetEarliest})
-	if err != nil {
-		return nil, err
-	}
-	defer cons.Close()
+	var cons *folio.Consumer
+	defer func() {
+		if cons != nil {
+			_ = cons.Close()
+		}
+	}()
 	for _, p := range info.Partitions {
-		if p.HighWatermark <= p.LogStartOffset {
+		from := max(f.next[p.Partition], p.LogStartOffset)
+		if p.HighWatermark <= from {
 			continue
 		}
-		if err := cons.Assign(folio.Assignment{Topic: group.OffsetsTopic, Partition: p.Partition}); err != nil {
+		if cons == nil {
+			if cons, err = c.b.NewConsumer(&folio.ConsumerOptions{Name: "console", Reset: folio.ResetEarliest}); err != nil {
+				return nil, err
+			}
+		}
+		if err := cons.Assign(folio.Assignment{Topic: group.OffsetsTopic, Partition: p.Partition, Start: folio.AtOffset(from)}); err != nil {
 			return nil, err
 		}
 		for {
-			if lag, err := cons.Lag(group.OffsetsTopic, p.Partition); err != nil || lag == 0 {
+			pos, err := cons.Position(group.OffsetsTopic, p.Partition)
+			if err != nil {
+				return nil, err
+			}
+			if pos >= p.HighWatermark {
+				f.next[p.Partition] = pos
 				break
 			}
 			recs, err := cons.Poll(ctx)
 			if err != nil {
+				// What was applied stays, but the position is not
+				// advanced past it: start this partition over next time.
+				f.groups = nil
 				return nil, fmt.Errorf("reading %s-%d: %w", group.OffsetsTopic, p.Partition, err)
 			}
 			for i := range recs {
