@@ -165,7 +165,11 @@ func (c *Console) serveAPI(w http.ResponseWriter, r *http.Request) {
 		out.Topics = append(out.Topics, apiTopic{Name: t.Name, Internal: t.Internal, LogEndOffset: t.LogEndOffset, Records: t.Records, Bytes: t.Bytes})
 	}
 	for _, g := range ov.Groups {
-		out.Groups = append(out.Groups, apiGroup{Name: g.Group, State: g.State, Lag: g.TotalLag, Committed: g.TotalCommitted})
+		ag := apiGroup{Name: g.Group, State: g.State, Lag: g.TotalLag, Committed: g.TotalCommitted}
+		for _, l := range g.Lag {
+			ag.Partitions = append(ag.Partitions, apiLag{Topic: l.Topic, Partition: l.Partition, Committed: l.Committed, HighWatermark: l.HighWatermark, Lag: l.Lag})
+		}
+		out.Groups = append(out.Groups, ag)
 	}
 	_ = json.NewEncoder(w).Encode(out)
 }
@@ -188,10 +192,19 @@ type apiTopic struct {
 }
 
 type apiGroup struct {
-	Name      string `json:"name"`
-	State     string `json:"state"`
-	Lag       int64  `json:"lag"`
-	Committed int64  `json:"committed"` // committed offsets summed: their rise is the group's consumption
+	Name       string   `json:"name"`
+	State      string   `json:"state"`
+	Lag        int64    `json:"lag"`
+	Committed  int64    `json:"committed"` // committed offsets summed: their rise is the group's consumption
+	Partitions []apiLag `json:"partitions"`
+}
+
+type apiLag struct {
+	Topic         string `json:"topic"`
+	Partition     int32  `json:"partition"`
+	Committed     int64  `json:"committed"`
+	HighWatermark int64  `json:"highWatermark"`
+	Lag           int64  `json:"lag"`
 }
 
 func formatBytes(n int64) string {

@@ -111,7 +111,7 @@ func TestOverview(t *testing.T) {
 		"<td>0</td><td>0</td><td>5</td><td>5</td>", // partition 0: log start, high watermark, log end
 		"retention.ms=", "cleanup.policy=delete",
 		`data-group="billing"`, `<span class="badge">Stable</span>`, "billing-service",
-		`<td>orders</td><td>0</td><td>2</td><td>5</td><td class="lag">3</td>`,
+		`<td>orders</td><td>0</td><td class="committed">2</td><td class="hw">5</td><td class="lag">3</td>`,
 		`href="records?topic=orders&amp;partition=1"`,
 		`<script src="static/console.js"></script>`,
 	)
@@ -255,7 +255,7 @@ func TestReadOnlyBesideWriter(t *testing.T) {
 		t.Fatal(code, body)
 	}
 	mustContain(t, body, `<span class="badge">read-only</span>`, `data-topic="orders"`, `data-group="billing"`,
-		`<td>orders</td><td>0</td><td>1</td><td>4</td><td class="lag">3</td>`, "billing-service", "orders-0")
+		`<td>orders</td><td>0</td><td class="committed">1</td><td class="hw">4</td><td class="lag">3</td>`, "billing-service", "orders-0")
 
 	// The application goes on; the console's next request sees it.
 	produce(t, w, values("orders", 0, "e", "f")...)
@@ -263,9 +263,9 @@ func TestReadOnlyBesideWriter(t *testing.T) {
 	_, body = get(t, h, "/")
 	// billing's commit was read by the first request, billing2's by this
 	// one, which reads only what was appended since.
-	mustContain(t, body, "1 partitions, 6 records", `data-group="billing2"`,
-		`<td>orders</td><td>0</td><td>6</td><td>6</td><td class="lag">0</td>`,
-		`<td>orders</td><td>0</td><td>1</td><td>6</td><td class="lag">5</td>`)
+	mustContain(t, body, "1 partition, 6 records", `data-group="billing2"`,
+		`<td>orders</td><td>0</td><td class="committed">6</td><td class="hw">6</td><td class="lag">0</td>`,
+		`<td>orders</td><td>0</td><td class="committed">1</td><td class="hw">6</td><td class="lag">5</td>`)
 	code, body = get(t, h, "/records?topic=orders&from=5")
 	if code != http.StatusOK {
 		t.Fatal(code)

@@ -32,14 +32,23 @@
     }).catch(function (e) { status.textContent = "poll failed: " + e; });
   }
 
-  // updateLag refreshes each group's total lag on the page.
+  // updateLag refreshes each group's lag on the page: the total and each
+  // partition's row (matched on data attributes, never by building a
+  // selector from names).
   function updateLag(groups) {
     groups.forEach(function (g) {
       document.querySelectorAll("article.group").forEach(function (a) {
-        if (a.dataset.group === g.name) {
-          var el = a.querySelector(".total-lag");
-          if (el) { el.textContent = String(g.lag); }
-        }
+        if (a.dataset.group !== g.name) { return; }
+        var el = a.querySelector(".total-lag");
+        if (el) { el.textContent = String(g.lag); }
+        a.querySelectorAll("tr[data-topic]").forEach(function (tr) {
+          (g.partitions || []).forEach(function (p) {
+            if (tr.dataset.topic !== p.topic || tr.dataset.partition !== String(p.partition)) { return; }
+            tr.querySelector("td.committed").textContent = String(p.committed);
+            tr.querySelector("td.hw").textContent = String(p.highWatermark);
+            tr.querySelector("td.lag").textContent = String(p.lag);
+          });
+        });
       });
     });
   }
