@@ -34,6 +34,9 @@
 // a message's offset is committed (durably, in __consumer_offsets) after
 // it is acked, before the next message of the subscription is sent, so a
 // subscription that replaces it continues after the last acked message.
+// SubscriberOptions.CommitInterval trades that for throughput: acked
+// offsets then wait, at most that long within a polled batch, and are
+// always committed before the next poll and when the subscription ends.
 //
 // A subscription sends one message at a time and waits for its Ack or
 // Nack: a nacked message is sent again (a fresh copy, after

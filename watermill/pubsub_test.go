@@ -409,3 +409,48 @@ func TestForwardAckedMessage(t *testing.T) {
 	}
 	got.Ack()
 }
+
+// With CommitInterval, acks within a batch wait for the batch's end or the
+// subscription's; nothing acked is lost at Close.
+func TestCommitInterval(t *testing.T) {
+	b := openBroker(t, t.TempDir())
+	ids := publishN(t, newPub(t, b, nil), "batched", 5)
+	opts := &foliowatermill.SubscriberOptions{ConsumerGroup: "g", CommitInterval: time.Hour}
+	sub := newSub(t, b, opts)
+	ch, err := sub.Subscribe(context.Background(), "batched")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids[:3] {
+		msg := receive(t, ch)
+		if msg.UUID != id {
+			t.Fatalf("got %s, want %s", msg.UUID, id)
+		}
+		msg.Ack()
+	}
+	receive(t, ch) // the fourth: the three acks before it are still held back
+	committed := func() int64 {
+		t.Helper()
+		lags, err := b.GroupLag("g")
+		if err != nil || len(lags) != 1 {
+			t.Fatalf("GroupLag: %v %v", lags, err)
+		}
+		return lags[0].Committed
+	}
+	if c := committed(); c != -1 {
+		t.Fatalf("committed %d within the batch, want none yet", c)
+	}
+	if err := sub.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if c := committed(); c != 3 {
+		t.Fatalf("committed %d after Close, want 3", c)
+	}
+	ch, err = newSub(t, b, opts).Subscribe(context.Background(), "batched")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg := receive(t, ch); msg.UUID != ids[3] {
+		t.Fatalf("next subscription starts at %s, want %s", msg.UUID, ids[3])
+	}
+}

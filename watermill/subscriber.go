@@ -41,8 +41,15 @@ type SubscriberOptions struct {
 	// NackResendDelay is how long a nacked message waits before it is
 	// sent again. Default 0: at once.
 	NackResendDelay time.Duration
-	// CommitTimeout bounds the commit after an Ack. Default
-	// DefaultCommitTimeout.
+	// CommitInterval, with a ConsumerGroup, lets acked offsets wait: they
+	// are committed at most this often while a polled batch is being
+	// delivered, and always before the next poll and when the
+	// subscription ends, so a commit covers many messages. A crash then
+	// delivers again up to the messages acked since the last commit.
+	// Default 0: each Ack is committed, durably, before the next message
+	// is sent (one fsync of __consumer_offsets per message).
+	CommitInterval time.Duration
+	// CommitTimeout bounds one commit. Default DefaultCommitTimeout.
 	CommitTimeout time.Duration
 	// PollRetryDelay is the pause after a failed poll (a deleted topic, a
 	// failed read) before the next. Default DefaultPollRetryDelay.
@@ -99,6 +106,8 @@ func NewSubscriber(b *folio.Broker, opts *SubscriberOptions) (*Subscriber, error
 	switch {
 	case o.NackResendDelay < 0:
 		return nil, fmt.Errorf("%w: SubscriberOptions.NackResendDelay %v is negative", folio.ErrInvalidConfig, o.NackResendDelay)
+	case o.CommitInterval < 0:
+		return nil, fmt.Errorf("%w: SubscriberOptions.CommitInterval %v is negative", folio.ErrInvalidConfig, o.CommitInterval)
 	case o.CommitTimeout < 0:
 		return nil, fmt.Errorf("%w: SubscriberOptions.CommitTimeout %v is negative", folio.ErrInvalidConfig, o.CommitTimeout)
 	case o.PollRetryDelay < 0:
@@ -130,23 +139,46 @@ func (s *Subscriber) SubscribeInitialize(topic string) error {
 }
 
 // source is what a subscription reads: a plain consumer or a group member.
+// Only the subscription's goroutine uses it.
 type source interface {
 	Poll(ctx context.Context) ([]folio.Record, error)
-	// commit records that rec was acked.
+	// commit records that rec was acked, committing it now or later.
 	commit(ctx context.Context, rec *folio.Record) error
+	// flush commits what commit left waiting.
+	flush(ctx context.Context) error
 	Close() error
 }
 
 type plainSource struct{ *folio.Consumer }
 
 func (plainSource) commit(context.Context, *folio.Record) error { return nil }
+func (plainSource) flush(context.Context) error                 { return nil }
 
-type groupSource struct{ *folio.GroupConsumer }
+type groupSource struct {
+	*folio.GroupConsumer
+	interval time.Duration
+	pending  map[folio.TopicPartition]int64
+	last     time.Time
+}
 
-func (g groupSource) commit(ctx context.Context, rec *folio.Record) error {
-	return g.CommitOffsets(ctx, map[folio.TopicPartition]int64{
-		{Topic: rec.Topic, Partition: rec.Partition}: rec.Offset + 1,
-	})
+func (g *groupSource) commit(ctx context.Context, rec *folio.Record) error {
+	g.pending[folio.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}] = rec.Offset + 1
+	if g.interval > 0 && time.Since(g.last) < g.interval {
+		return nil
+	}
+	return g.flush(ctx)
+}
+
+func (g *groupSource) flush(ctx context.Context) error {
+	if len(g.pending) == 0 {
+		return nil
+	}
+	err := g.CommitOffsets(ctx, g.pending)
+	// Cleared on failure too: a commit refused after a rebalance would be
+	// refused again, and the partition's new owner redelivers.
+	clear(g.pending)
+	g.last = time.Now()
+	return err
 }
 
 // Subscribe returns a channel of the messages of topic. The channel is
@@ -183,6 +215,7 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 			}
 		}()
 		s.run(subCtx, src, out, logger)
+		s.flush(subCtx, src, logger) // what was acked before the end
 	}()
 	return out, nil
 }
@@ -232,12 +265,13 @@ func (s *Subscriber) open(ctx context.Context, topic string) (source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("foliowatermill: join group %q for %q: %w", s.opts.ConsumerGroup, topic, err)
 	}
-	return groupSource{gc}, nil
+	return &groupSource{GroupConsumer: gc, interval: s.opts.CommitInterval, pending: map[folio.TopicPartition]int64{}, last: time.Now()}, nil
 }
 
 // run polls and delivers until ctx ends or the broker closes.
 func (s *Subscriber) run(ctx context.Context, src source, out chan<- *message.Message, logger watermill.LoggerAdapter) {
 	for {
+		s.flush(ctx, src, logger) // the previous batch's acks, before a rebalance can move them
 		recs, err := src.Poll(ctx)
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, folio.ErrClosed) {
@@ -297,16 +331,26 @@ func (s *Subscriber) deliver(ctx context.Context, src source, rec *folio.Record,
 	}
 }
 
-// commit commits past rec. It runs even when the subscription is ending,
-// so that an Ack just before Close counts; a failure is logged (the
-// message will be delivered again).
+// commit commits past rec, now or (with CommitInterval) later. It runs
+// even when the subscription is ending, so that an Ack just before Close
+// counts; a failure is logged (the message will be delivered again). It
+// reports whether the subscription goes on.
 func (s *Subscriber) commit(ctx context.Context, src source, rec *folio.Record, logger watermill.LoggerAdapter, fields watermill.LogFields) bool {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.CommitTimeout)
 	defer cancel()
 	if err := src.commit(cctx, rec); err != nil {
-		logger.Error("commit after ack failed; the message will be delivered again", err, fields)
+		logger.Error("commit after ack failed; the messages will be delivered again", err, fields)
 	}
 	return ctx.Err() == nil
+}
+
+// flush commits what src holds back, also when the subscription is ending.
+func (s *Subscriber) flush(ctx context.Context, src source, logger watermill.LoggerAdapter) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.CommitTimeout)
+	defer cancel()
+	if err := src.flush(cctx); err != nil {
+		logger.Error("commit of acked messages failed; they will be delivered again", err, nil)
+	}
 }
 
 // wait waits d or until ctx ends, reporting whether d passed.
