@@ -52,6 +52,7 @@ func commands() []command {
 		{"groups", "consumer groups' committed offsets, lag and members", groupsDescribe},
 		{"groups reset", "move a consumer group's committed offsets", groupsReset},
 		{"serve", "serve the data directory to Kafka clients over TCP until SIGINT/SIGTERM", runServe},
+		{"console", "serve a read-only web console of the directory (beside a running application)", runConsole},
 	}
 }
 
@@ -255,7 +256,7 @@ func parseFlags(fs *flagSet, args []string) error {
 
 // readOnlyCommands is what a user can still run while an application
 // holds the directory.
-const readOnlyCommands = "topics list, topics describe, consume without -group, dump, verify, groups"
+const readOnlyCommands = "topics list, topics describe, consume without -group, dump, verify, groups, console"
 
 // openBroker opens the data directory for writing, taking its lock. A
 // directory an application holds fails with folio.ErrDirLocked, which names
