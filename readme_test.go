@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -109,7 +108,10 @@ func TestREADMECompiles(t *testing.T) {
 		}
 		pkgs = append(pkgs, snippet{"./" + filepath.Base(dir), lines[i]})
 	}
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, sn := range pkgs {
 		cmd := exec.Command(goTool, "vet", sn.pkg) // vet type-checks fully and writes no binary
 		cmd.Dir = mod
