@@ -298,26 +298,38 @@ func TestConsumerWaits(t *testing.T) {
 		_ = c.Assign(Assignment{Topic: "t", Partition: part})
 	}
 	// A record in any one of the partitions wakes the Poll.
-	for _, part := range []int32{2, 0, 1} {
+	type polled struct {
+		recs []Record
+		err  error
+	}
+	poll := func() <-chan polled {
+		ch := make(chan polled, 1)
 		go func() {
-			time.Sleep(10 * time.Millisecond)
-			_, _, _ = p.Produce(context.Background(), &Record{Topic: "t", Partition: part, Value: []byte{byte(part)}})
+			recs, err := c.Poll(context.Background())
+			ch <- polled{recs, err}
 		}()
-		recs := pollN(t, c, 1)
-		if recs[0].Partition != part {
-			t.Fatalf("woke with partition %d, want %d", recs[0].Partition, part)
+		return ch
+	}
+	for _, part := range []int32{2, 0, 1} {
+		ch := poll()
+		waitParked(t, b, "t", part, 1) // the Poll waits on every partition
+		if _, _, err := p.Produce(context.Background(), &Record{Topic: "t", Partition: part, Value: []byte{byte(part)}}); err != nil {
+			t.Fatal(err)
+		}
+		r := <-ch
+		if r.err != nil || len(r.recs) != 1 || r.recs[0].Partition != part {
+			t.Fatalf("woke with %+v, %v; want a record of partition %d", r.recs, r.err, part)
 		}
 	}
 	// An assignment change wakes a waiting Poll too.
 	if _, _, err := p.Produce(context.Background(), &Record{Topic: "u", Value: []byte("u")}); err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		time.Sleep(10 * time.Millisecond)
-		_ = c.Assign(Assignment{Topic: "u"})
-	}()
-	if recs := pollN(t, c, 1); recs[0].Topic != "u" {
-		t.Fatalf("woke with %s", recs[0].Topic)
+	ch := poll()
+	waitParked(t, b, "t", 0, 1)
+	_ = c.Assign(Assignment{Topic: "u"})
+	if r := <-ch; r.err != nil || len(r.recs) != 1 || r.recs[0].Topic != "u" {
+		t.Fatalf("woke with %+v, %v; want u's record", r.recs, r.err)
 	}
 	// Close wakes it with ErrClosed.
 	done := make(chan error, 1)
@@ -325,7 +337,7 @@ func TestConsumerWaits(t *testing.T) {
 		_, err := c.Poll(context.Background())
 		done <- err
 	}()
-	time.Sleep(10 * time.Millisecond)
+	waitParked(t, b, "u", 0, 1)
 	_ = c.Close()
 	if err := <-done; !errors.Is(err, ErrClosed) {
 		t.Fatalf("Poll during Close: %v", err)
@@ -456,7 +468,7 @@ func TestConsumerDeletedTopic(t *testing.T) {
 		_, err := c.Poll(context.Background())
 		done <- err
 	}()
-	time.Sleep(10 * time.Millisecond)
+	waitParked(t, b, "t", 0, 1)
 	if err := b.DeleteTopic("t"); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/foliolog/folio/errs"
@@ -43,6 +44,9 @@ type brokerGroups struct {
 	offsets   []*log.Log
 	consumers map[*GroupConsumer]struct{}
 	closed    bool
+	// loaded is coord once loaded (nil before and after Close), for
+	// DeleteTopic, which runs under topicsMu and so may not take mu.
+	loaded atomic.Pointer[group.Coordinator]
 }
 
 // open loads the committed offsets if __consumer_offsets exists: Open calls
@@ -107,6 +111,7 @@ func (g *brokerGroups) coordinator(b *Broker) (*group.Coordinator, error) {
 		b.logger.Warn("folio: committed offsets beyond their partition's end were clamped at load", "offsets", st.Clamped)
 	}
 	g.coord, g.offsets = c, logs
+	g.loaded.Store(c)
 	return c, nil
 }
 
@@ -120,6 +125,7 @@ func (g *brokerGroups) close() error {
 	}
 	c := g.coord
 	g.coord, g.offsets = nil, nil
+	g.loaded.Store(nil)
 	g.mu.Unlock()
 	var errs []error
 	for _, gc := range consumers {

@@ -197,7 +197,9 @@ func (b *Broker) publishLocked(ts *topicState, n int32) {
 
 // DeleteTopic deletes a topic and its records. Producers and consumers using
 // it get ErrUnknownTopic from then on; records a consumer already holds
-// stay valid. Internal topics cannot be deleted (ErrReservedName).
+// stay valid. Internal topics cannot be deleted (ErrReservedName). Every
+// group's committed offsets in the topic are deleted too, durably, as in
+// Kafka: a topic created again under the name starts without them.
 func (b *Broker) DeleteTopic(name string) error {
 	if topic.IsInternal(name) {
 		return fmt.Errorf("%w: %q is internal and cannot be deleted", ErrReservedName, name)
@@ -222,6 +224,16 @@ func (b *Broker) DeleteTopic(name string) error {
 	for _, p := range ts.parts {
 		if err := p.CloseDeleted(); err != nil && !errors.Is(err, log.ErrClosed) {
 			errs = append(errs, err)
+		}
+	}
+	// The groups' offsets go too, as in Kafka: durably, before the catalog
+	// forgets the topic, so that a topic created again under the name
+	// never inherits them. The topic is unpublished, so no commit for it
+	// is taken any more. Should a crash or a failed write leave some, the
+	// coordinator's load drops the offsets of topics that do not exist.
+	if c := b.groups.loaded.Load(); c != nil {
+		if err := c.DeleteTopicOffsets(name); err != nil {
+			errs = append(errs, fmt.Errorf("deleting the groups' offsets: %w", err))
 		}
 	}
 	if err := b.catalog.Delete(name); err != nil {

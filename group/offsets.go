@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -329,6 +330,109 @@ func (c *Coordinator) OffsetDelete(ctx context.Context, req *OffsetDeleteRequest
 	return resp, nil
 }
 
+// DeleteTopicOffsets removes every group's committed offsets in the named
+// topics, durably: a tombstone per offset in __consumer_offsets, as Kafka's
+// coordinator does when topics are deleted (onPartitionsDeleted), whether
+// or not members subscribe to them. The data directory's owner calls it
+// when it deletes a topic, once the topic can take no more commits, so
+// that a topic created again under the name starts without them. An offset
+// whose tombstone could not be written is dropped from memory all the same
+// (this session never serves it); the load drops what is left of a topic
+// that no longer exists (see NewCoordinator).
+func (c *Coordinator) DeleteTopicOffsets(topics ...string) error {
+	gone := map[string]bool{}
+	for _, t := range topics {
+		gone[t] = true
+	}
+	c.groupsMu.Lock()
+	if c.closed {
+		c.groupsMu.Unlock()
+		return errClosed()
+	}
+	groups := make([]*group, 0, len(c.groups))
+	for _, g := range c.groups {
+		groups = append(groups, g)
+	}
+	c.groupsMu.Unlock()
+	var errs []error
+	for _, g := range groups {
+		if err := c.deleteGroupOffsets(g, func(tp TopicPartition) bool { return gone[tp.Topic] }); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// deleteGroupOffsets writes tombstones for g's offsets that drop selects,
+// and removes them from memory even if the write fails.
+func (c *Coordinator) deleteGroupOffsets(g *group, drop func(TopicPartition) bool) error {
+	g.fenceMu.Lock() // no commit of g is between its check and its write
+	defer g.fenceMu.Unlock()
+	g.mu.Lock()
+	var tps []TopicPartition
+	for tp := range g.offsets {
+		if drop(tp) {
+			tps = append(tps, tp)
+		}
+	}
+	g.mu.Unlock()
+	if len(tps) == 0 {
+		return nil
+	}
+	now := c.opts.Now().UnixMilli()
+	recs := make([]offsetRecord, 0, len(tps))
+	for _, tp := range sortedPartitions(tps) {
+		recs = append(recs, offsetRecord{group: g.id, tp: tp, tombstone: true, commitTime: now})
+	}
+	first, err := c.write(g, recs)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i, r := range recs {
+		if err != nil {
+			delete(g.offsets, r.tp)
+			continue
+		}
+		g.applyLocked(r, first+int64(i))
+	}
+	if err != nil {
+		return storeError(g, err)
+	}
+	return nil
+}
+
+// dropDeletedTopics removes, at load, the offsets of topics that no longer
+// exist: their topic was deleted without its tombstones reaching the log
+// (a crash between the two). A commit is only taken for a topic that
+// exists, so such offsets are stale, and one kept would be inherited by a
+// topic created again under the name.
+func (c *Coordinator) dropDeletedTopics() { // before the coordinator is shared, like load
+	ids := slices.Sorted(maps.Keys(c.groups))
+	for _, id := range ids {
+		g := c.groups[id]
+		unknown := map[string]bool{}
+		for tp := range g.offsets {
+			if _, seen := unknown[tp.Topic]; !seen {
+				_, err := c.topics.Partitions(tp.Topic)
+				unknown[tp.Topic] = errors.Is(err, ErrUnknownTopicOrPartition)
+			}
+		}
+		n := 0
+		for _, u := range unknown {
+			if u {
+				n++
+			}
+		}
+		if n == 0 {
+			continue
+		}
+		if err := c.deleteGroupOffsets(g, func(tp TopicPartition) bool { return unknown[tp.Topic] }); err != nil {
+			c.logger.Error("group: deleting the offsets of deleted topics failed; they hold in memory only", "group", id, "err", err)
+			continue
+		}
+		c.logger.Info("group: deleted the committed offsets of topics that no longer exist", "group", id, "topics", n)
+	}
+}
+
 // subscribedTopicsLocked returns the topics the members subscribe to, read
 // from their consumer-protocol metadata.
 func (g *group) subscribedTopicsLocked() map[string]bool {
@@ -570,6 +674,7 @@ func (c *Coordinator) load() error {
 		}
 	}
 	c.applyLoadedMetadata(meta)
+	c.dropDeletedTopics()
 	c.clamp()
 	return nil
 }

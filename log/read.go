@@ -312,6 +312,14 @@ func (l *Log) Wait(ctx context.Context, offset int64) error {
 	}
 }
 
+// Waiters returns how many readers wait on the log for its high watermark
+// to move: Wait calls and WaitChan registrations not yet woken or
+// cancelled. Each of them is woken by the next advance (or Close). For
+// monitoring, and for tests that must know a reader waits before they act.
+func (l *Log) Waiters() int {
+	return int(l.hwWake.waiters.Load() + l.hwWake.chanWaiters.Load())
+}
+
 // markFor returns the mark of the batch boundary at or below offset in sn:
 // the base offset and position of the batch holding offset, or the log end
 // when offset is the log end. appendMu must be held (the end is read from
