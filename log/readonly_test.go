@@ -623,8 +623,10 @@ func TestReadOnlyBesideLiveWriter(t *testing.T) {
 	stop := make(chan struct{})
 	var writerDone sync.WaitGroup
 	writerDone.Add(1)
+	exited := make(chan struct{})
 	go func() {
 		defer writerDone.Done()
+		defer close(exited)
 		for i := 0; ; i++ {
 			select {
 			case <-stop:
@@ -644,6 +646,15 @@ func TestReadOnlyBesideLiveWriter(t *testing.T) {
 			}
 		}
 	}()
+
+	// The readers start once the writer is under way (a loaded machine may
+	// otherwise run all their rounds before its first append).
+	started, cancelStarted := w.WaitChan(64)
+	select {
+	case <-started:
+	case <-exited: // the writer failed and said why
+	}
+	cancelStarted()
 
 	var readers sync.WaitGroup
 	var reads atomic.Int64
