@@ -824,25 +824,31 @@ func (p *pass) removeCleaned() {
 			}
 		}
 	}
+	_ = p.removeSwapCommit()
 }
 
 // swap replaces the groups' segments with the cleaned ones by Kafka's
 // crash-safe sequence (LocalLog.replaceSegments), fsyncing the directory
 // after each step:
 //
+//  0. write the swap-commit marker (SwapCommitFile: each cleaned .log's
+//     size, CRC-32C and the range it replaces), durably; without it Open
+//     trusts no .swap file;
 //  1. rename every cleaned file from .cleaned to .swap, groups in
 //     descending offset order, each group's .log last;
 //  2. rename the replaced segments' files to .deleted;
 //  3. rename the .swap files to their live names;
 //  4. install the new segments for readers, then close the old ones and
-//     delete their .deleted files.
+//     delete their .deleted files and the marker.
 //
 // Open resolves a crash anywhere in it (see cleanup in open.go): .cleaned
 // files are removed, and so is a .swap at or above the lowest .cleaned
 // offset (step 1 was not finished: the descending order guarantees that
 // every .swap lies above the .cleaned files left), so the log is as before
-// the pass; once step 1 is durable, each .log.swap is complete and takes
-// the place of the segments its offsets cover, so the log is as after it.
+// the pass; once step 1 is durable, each .log.swap the marker vouches for
+// takes the place of the segments in the range the marker gives, so the
+// log is as after it. A .log.swap the marker does not vouch for is never
+// trusted: it is discarded and the live segments kept.
 //
 // retentionMu keeps TruncateTo, retention and Close out while it runs;
 // before it starts, the replaced segments are checked to be unchanged, and
@@ -872,6 +878,9 @@ func (p *pass) swap() error {
 	l.appendMu.Unlock()
 	if err != nil {
 		return err
+	}
+	if err := p.writeSwapCommit(); err != nil {
+		return err // nothing renamed yet: the pass is abandoned
 	}
 	// Pin the old segments' files: out of the caps (no idle close) and
 	// loaded.
@@ -954,6 +963,9 @@ func (p *pass) swap() error {
 				errs = append(errs, err)
 			}
 		}
+	}
+	if err := p.removeSwapCommit(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := syncDir(); err != nil {
 		errs = append(errs, err)

@@ -181,6 +181,9 @@ func compactCutAt(t *testing.T, tmpl, dir string, opts *Options, st State, m *kv
 	if left := leftovers(t, dir); len(left) != 0 {
 		t.Fatalf("transient files left after reopening: %v", left)
 	}
+	if d := l.Recovery().Damage; len(d) != 0 {
+		t.Fatalf("a cut at operation %d of the swap reported as damage: %v", n, d)
+	}
 	m.checkCompacted(t, l, 0, false)
 	if _, err := l.Compact(context.Background()); err != nil {
 		t.Fatalf("compaction after recovery: %v", err)

@@ -188,6 +188,12 @@ type RecoveryReport struct {
 	SegmentsRemoved int
 	// FilesRemoved lists the leftover files removed by name.
 	FilesRemoved []string
+	// Damage lists what Open found damaged or foreign and set aside, each
+	// naming the file and saying what Open did (an error matching
+	// ErrCorrupt, an *errs.Corruption under errors.As): a leftover
+	// .log.swap no swap-commit marker vouches for, discarded with the live
+	// segments kept; a damaged marker. The owner logs them as warnings.
+	Damage []error
 }
 
 // Stats are counters of one log.

@@ -3,10 +3,8 @@ package log
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,7 +12,6 @@ import (
 
 	"github.com/google/btree"
 
-	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/segment"
 	"github.com/foliolog/folio/vfs"
 )
@@ -103,8 +100,10 @@ type dirListing struct {
 	logs     map[int64]bool
 	indexes  map[int64][]string // index and time-index file names by base
 	swaps    []int64            // bases of .log.swap files
+	deleted  map[int64]bool     // bases of .log.deleted files
 	junk     []string           // names to remove
 	minClean int64              // smallest base of a .cleaned file
+	marker   bool               // a swap-commit marker is there
 }
 
 func (l *Log) list() (*dirListing, error) {
@@ -112,9 +111,17 @@ func (l *Log) list() (*dirListing, error) {
 	if err != nil {
 		return nil, fmt.Errorf("log: list %s: %w", l.dir, err)
 	}
-	d := &dirListing{logs: map[int64]bool{}, indexes: map[int64][]string{}, minClean: math.MaxInt64}
+	d := &dirListing{logs: map[int64]bool{}, indexes: map[int64][]string{}, deleted: map[int64]bool{}, minClean: math.MaxInt64}
 	for _, de := range ents {
 		name := de.Name()
+		switch name {
+		case SwapCommitFile:
+			d.marker = true
+			continue
+		case SwapCommitFile + ".tmp":
+			d.junk = append(d.junk, name)
+			continue
+		}
 		base, suffix, ok := segment.ParseFileName(name)
 		if !ok || de.IsDir() {
 			continue // not ours: leave it alone
@@ -122,6 +129,9 @@ func (l *Log) list() (*dirListing, error) {
 		switch {
 		case strings.HasSuffix(suffix, segment.DeletedSuffix):
 			d.junk = append(d.junk, name)
+			if suffix == segment.LogSuffix+segment.DeletedSuffix {
+				d.deleted[base] = true
+			}
 		case strings.HasSuffix(suffix, cleanedSuffix):
 			d.junk = append(d.junk, name)
 			d.minClean = min(d.minClean, base)
@@ -223,29 +233,59 @@ func (l *Log) load(st State) error {
 	return nil
 }
 
-// cleanup resolves what a crash left behind, by Kafka's rules (LogLoader):
-// .deleted and .cleaned files go; a .log.swap at or above the smallest
-// .cleaned offset belongs to an unfinished split and goes too; every other
-// .log.swap is complete, so the segments it covers go and it takes its live
-// name; index files without a .log go.
+// cleanup resolves what a crash left behind, by Kafka's rules (LogLoader)
+// made strict about swaps: .deleted and .cleaned files go; a .log.swap at
+// or above the smallest .cleaned offset belongs to a swap whose first step
+// did not finish and goes too; a .log.swap that the swap-commit marker
+// vouches for (see checkSwap) is complete, so the segments it covers go and
+// it takes its live name; any other .log.swap (no marker, a damaged one, a
+// size, checksum or offset range that does not match) is discarded and
+// reported in RecoveryReport.Damage, the live segments kept, and replaced
+// segments of its range that were already renamed .deleted are brought
+// back. Index files without a .log go. The marker goes last, once the
+// renames are durable.
 func (l *Log) cleanup(d *dirListing) error {
-	var swaps []int64
-	for _, b := range d.swaps {
-		if b >= d.minClean {
-			d.junk = append(d.junk, segment.FileName(b, segment.LogSuffix+swapSuffix))
-		} else {
-			swaps = append(swaps, b)
-		}
+	checks, markerErr, err := classifySwaps(l.fs, l.dir, d.swaps, d.minClean)
+	if err != nil {
+		return err
+	}
+	if markerErr != nil {
+		l.recovery.Damage = append(l.recovery.Damage, markerErr)
 	}
 	var renames [][2]string
-	for _, b := range swaps {
+	restore := func(from, to int64) {
+		for x := range d.deleted {
+			if x >= from && x < to && !d.logs[x] {
+				name := segment.FileName(x, segment.LogSuffix)
+				d.junk = slices.DeleteFunc(d.junk, func(n string) bool { return n == name+segment.DeletedSuffix })
+				renames = append(renames, [2]string{name + segment.DeletedSuffix, name})
+				d.logs[x] = true
+			}
+		}
+	}
+	var discarded [][2]int64 // ranges of damaged swaps, to restore from
+	for _, sc := range checks {
+		b := sc.Base
 		name := segment.FileName(b, segment.LogSuffix+swapSuffix)
-		next, err := l.swapEnd(filepath.Join(l.dir, name), b)
-		if err != nil {
-			return err
+		if !sc.Complete {
+			d.junk = append(d.junk, name)
+			if sc.Err != nil {
+				l.recovery.Damage = append(l.recovery.Damage, fmt.Errorf("%w (discarded, the live segments kept)", sc.Err))
+				end := sc.End
+				if end <= b {
+					end = math.MaxInt64
+					for lb := range d.logs {
+						if lb > b && lb < end {
+							end = lb
+						}
+					}
+				}
+				discarded = append(discarded, [2]int64{b, end})
+			}
+			continue
 		}
 		for lb := range d.logs {
-			if lb >= b && lb < max(next, b+1) {
+			if lb >= b && lb < sc.End {
 				d.junk = append(d.junk, segment.FileName(lb, segment.LogSuffix))
 				delete(d.logs, lb)
 				d.junk = append(d.junk, d.indexes[lb]...)
@@ -259,12 +299,15 @@ func (l *Log) cleanup(d *dirListing) error {
 		renames = append(renames, [2]string{name, segment.FileName(b, segment.LogSuffix)})
 		d.logs[b] = true
 	}
+	for _, r := range discarded {
+		restore(r[0], r[1])
+	}
 	for b, names := range d.indexes {
 		if !d.logs[b] {
 			d.junk = append(d.junk, names...)
 		}
 	}
-	if len(d.junk) == 0 && len(renames) == 0 {
+	if len(d.junk) == 0 && len(renames) == 0 && !d.marker {
 		return nil
 	}
 	if err := l.beforeWrite(); err != nil {
@@ -286,37 +329,18 @@ func (l *Log) cleanup(d *dirListing) error {
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return fmt.Errorf("log: sync dir %s: %w", l.dir, err)
 	}
+	if !d.marker {
+		return nil
+	}
+	// Every swap it vouched for has its live name now, durably.
+	if err := l.fs.Remove(filepath.Join(l.dir, SwapCommitFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("log: remove %s: %w", filepath.Join(l.dir, SwapCommitFile), err)
+	}
+	l.recovery.FilesRemoved = append(l.recovery.FilesRemoved, SwapCommitFile)
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return fmt.Errorf("log: sync dir %s: %w", l.dir, err)
+	}
 	return nil
-}
-
-// swapEnd returns the offset after the last whole batch of a .swap file
-// (its next offset), walking batch headers. A swap is written and fsynced
-// completely before it is renamed to .swap, so a torn one means something
-// else went wrong; its valid prefix still bounds what it replaces.
-func (l *Log) swapEnd(path string, base int64) (int64, error) {
-	f, err := l.fs.OpenFile(path, os.O_RDONLY, 0)
-	if err != nil {
-		return 0, fmt.Errorf("log: open %s: %w", path, err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return 0, fmt.Errorf("log: stat %s: %w", path, err)
-	}
-	next := base
-	var hdr [record.HeaderSize]byte
-	for pos := int64(0); pos+record.HeaderSize <= fi.Size(); {
-		if _, err := f.ReadAt(hdr[:], pos); err != nil && !errors.Is(err, io.EOF) {
-			return 0, fmt.Errorf("log: read %s at %d: %w", path, pos, err)
-		}
-		size, err := record.CheckHeader(hdr[:])
-		if err != nil || pos+int64(size) > fi.Size() {
-			break
-		}
-		next = record.Batch(hdr[:]).LastOffset() + 1
-		pos += int64(size)
-	}
-	return next, nil
 }
 
 // recoverWorkers bounds how many segments of one log recover at once. A

@@ -13,6 +13,7 @@ import (
 
 	"github.com/foliolog/folio"
 	"github.com/foliolog/folio/index"
+	folog "github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/segment"
 	"github.com/foliolog/folio/topic"
@@ -150,10 +151,36 @@ func (v *verifier) partition(dir string, maxBatch int) error {
 			logs[base] = true
 		}
 	}
+	swaps, markerErr, err := folog.CheckSwaps(nil, dir)
+	if err != nil {
+		return err
+	}
+	if markerErr != nil {
+		v.problem(fmt.Sprintf("%v (the next open discards every .log.swap and keeps the live segments)", markerErr))
+	}
+	swapDone := map[string]bool{}
+	for _, sc := range swaps {
+		swapDone[filepath.Base(sc.Path)] = true
+		switch {
+		case sc.Complete:
+			v.note(fmt.Sprintf("%s: a finished compaction swap of offsets %d to %d (installed at the next open)", sc.Path, sc.Base, sc.End-1))
+		case sc.Unfinished:
+			v.note(fmt.Sprintf("%s: left by an interrupted compaction (removed at the next open)", sc.Path))
+		default:
+			v.problem(fmt.Sprintf("%v (the next open discards it and keeps the live segments)", sc.Err))
+		}
+	}
 	for _, e := range entries {
+		if swapDone[e.Name()] {
+			continue
+		}
 		base, suffix, ok := segment.ParseFileName(e.Name())
 		p := filepath.Join(dir, e.Name())
 		switch {
+		case e.Name() == folog.SwapCommitFile, e.Name() == folog.SwapCommitFile+".tmp":
+			if len(swaps) == 0 {
+				v.note(fmt.Sprintf("%s: left by a finished or interrupted compaction swap (removed at the next open)", p))
+			}
 		case !ok:
 			v.note(fmt.Sprintf("%s: not a segment file", p))
 		case suffix == segment.LogSuffix:
