@@ -964,10 +964,13 @@ func (p *pass) swap() error {
 			}
 		}
 	}
-	if err := p.removeSwapCommit(); err != nil {
-		errs = append(errs, err)
-	}
 	if err := syncDir(); err != nil {
+		errs = append(errs, err)
+	} else if err := p.removeSwapCommit(); err != nil {
+		// The marker goes once the .deleted files are gone for good: Open
+		// tells them from damaged segments by its ranges.
+		errs = append(errs, err)
+	} else if err := syncDir(); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {

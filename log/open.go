@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/btree"
 
+	"github.com/foliolog/folio/errs"
+	"github.com/foliolog/folio/index"
 	"github.com/foliolog/folio/segment"
 	"github.com/foliolog/folio/vfs"
 )
@@ -30,8 +32,11 @@ const (
 // segments are not opened, scanned or mapped until first used, and only the
 // last one is loaded to append to. After an unclean one, the segments from
 // the one holding st.RecoveryPoint onwards are scanned batch by batch and
-// cut at the first bad batch; the segments after a cut, or after a gap in
-// the offsets, are removed, so the log reopens to a valid prefix. Before
+// cut at the first bad batch; the segments after a cut are removed, so the
+// log reopens to a valid prefix. A hole in the chain of offsets between
+// segments, a stray segment past the end, and a segment renamed .deleted
+// inside the log are damage: Open repairs what it finds (see holes.go) and
+// reports it in RecoveryReport.Damage. Before
 // that, files a crash left behind are resolved by Kafka's rules: .deleted
 // and .cleaned files are removed, a complete .swap replaces the segments it
 // covers, and index files without a .log are removed. Recovery reports what
@@ -104,6 +109,7 @@ type dirListing struct {
 	junk     []string           // names to remove
 	minClean int64              // smallest base of a .cleaned file
 	marker   bool               // a swap-commit marker is there
+	missing  []int64            // bases inside the chain whose .log is gone (their indexes are left)
 }
 
 func (l *Log) list() (*dirListing, error) {
@@ -195,7 +201,11 @@ func (l *Log) load(st State) error {
 		return l.startEmpty(max(st.LogStartOffset, 0), st)
 	}
 	recovered := map[*segEntry]bool{}
-	if !st.Clean {
+	if st.Clean {
+		if entries, err = l.checkTail(entries, st.RecoveryPoint); err != nil {
+			return err
+		}
+	} else {
 		if recovered, err = l.recover(entries, max(st.RecoveryPoint, 0)); err != nil {
 			return err
 		}
@@ -204,6 +214,11 @@ func (l *Log) load(st State) error {
 			entries = append(entries, e)
 			return true
 		})
+	}
+	if len(d.missing) > 0 {
+		if entries, err = l.checkMissing(d.missing); err != nil {
+			return err
+		}
 	}
 	last := entries[len(entries)-1]
 	if err := l.loadLast(last, recovered); err != nil {
@@ -216,6 +231,12 @@ func (l *Log) load(st State) error {
 	size, err := last.seg.Size()
 	if err != nil {
 		return fmt.Errorf("log: %w", err)
+	}
+	if st.RecoveryPoint > next && st.RecoveryPoint > max(st.LogStartOffset, entries[0].base) {
+		// Everything below the recovery point was fsynced: what is
+		// missing of it was lost to damage after the fact.
+		l.recovery.Damage = append(l.recovery.Damage, errs.Corruptf(ErrCorrupt, segment.LogPath(l.dir, last.base), -1,
+			"the log ends at offset %d, below its checkpointed recovery point %d: offsets %d to %d are lost; the next append gets %d", next, st.RecoveryPoint, next, st.RecoveryPoint-1, next).AtOffset(next))
 	}
 	start := max(st.LogStartOffset, entries[0].base)
 	if start > next {
@@ -302,9 +323,20 @@ func (l *Log) cleanup(d *dirListing) error {
 	for _, r := range discarded {
 		restore(r[0], r[1])
 	}
+	if err := l.restoreRenamed(d, restore); err != nil {
+		return err
+	}
+	first, last := int64(math.MaxInt64), int64(-1)
+	for b := range d.logs {
+		first, last = min(first, b), max(last, b)
+	}
 	for b, names := range d.indexes {
 		if !d.logs[b] {
 			d.junk = append(d.junk, names...)
+			if b > first && b < last {
+				// A .log gone from inside the chain: load checks there.
+				d.missing = append(d.missing, b)
+			}
 		}
 	}
 	if len(d.junk) == 0 && len(renames) == 0 && !d.marker {
@@ -343,6 +375,55 @@ func (l *Log) cleanup(d *dirListing) error {
 	return nil
 }
 
+// restoreRenamed brings back a .log.deleted file that lies inside the live
+// chain of segments (above the first, below the last) and inside no range
+// a swap-commit marker names: no operation of the log leaves one there
+// (retention deletes the oldest segments first, truncation the newest
+// first, and a compaction's replaced segments lie in its marker's ranges),
+// so it is a live segment renamed by damage, and removing it would cost its
+// records. With a damaged marker nothing is brought back (the ranges are
+// unknown, and a replaced segment brought back would overlap its cleaned
+// one); the damage is reported either way.
+func (l *Log) restoreRenamed(d *dirListing, restore func(from, to int64)) error {
+	if len(d.deleted) == 0 || len(d.logs) < 2 {
+		return nil
+	}
+	first, last := int64(math.MaxInt64), int64(-1)
+	for b := range d.logs {
+		first, last = min(first, b), max(last, b)
+	}
+	var cs map[int64]swapCommit
+	if d.marker {
+		var err error
+		if cs, err = readSwapCommits(l.fs, l.dir); err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				return err
+			}
+			return nil // reported with the swaps
+		}
+	}
+	var xs []int64
+	for x := range d.deleted {
+		if d.logs[x] || x <= first || x >= last {
+			continue
+		}
+		replaced := false
+		for _, c := range cs {
+			replaced = replaced || (x >= c.base && x < c.end)
+		}
+		if !replaced {
+			xs = append(xs, x)
+		}
+	}
+	slices.Sort(xs)
+	for _, x := range xs {
+		restore(x, x+1)
+		l.recovery.Damage = append(l.recovery.Damage, errs.Corruptf(ErrCorrupt, segment.LogPath(l.dir, x)+segment.DeletedSuffix, -1,
+			"a segment inside the log renamed %s (no deletion leaves one there): renamed back", segment.DeletedSuffix))
+	}
+	return nil
+}
+
 // recoverWorkers bounds how many segments of one log recover at once. A
 // segment's scan is CPU-bound (CRC) while its fsyncs wait on the disk, and
 // concurrent fsyncs share the file system's journal commits, so a few at a
@@ -350,9 +431,11 @@ func (l *Log) cleanup(d *dirListing) error {
 const recoverWorkers = 8
 
 // recover scans the segments from the one holding rp to the end (Kafka's
-// unflushed segments), cutting torn or corrupt tails; a cut, or a gap in
-// the offsets between two scanned segments, removes every later segment,
-// because records after a hole cannot belong to the valid prefix. The
+// unflushed segments), cutting torn or corrupt tails; a cut removes every
+// later segment (Kafka's rule: what follows a torn write is not part of
+// the valid prefix). A hole between two scanned segments is damage instead:
+// an empty segment after it is removed, otherwise the hole is filled and
+// the segments after it kept; an overlap ends the valid prefix. The
 // segments are recovered concurrently and judged in order afterwards: work
 // done on a segment that then turns out to follow a cut is thrown away with
 // it. It returns the entries it kept (they are unloaded and fsynced).
@@ -368,7 +451,7 @@ func (l *Log) recover(entries []*segEntry, rp int64) (map[*segEntry]bool, error)
 	}
 	scan := entries[first:]
 	results := make([]segment.RecoverResult, len(scan))
-	errs := make([]error, len(scan))
+	scanErrs := make([]error, len(scan))
 	sem := make(chan struct{}, recoverWorkers)
 	var wg sync.WaitGroup
 	for i, e := range scan {
@@ -377,26 +460,54 @@ func (l *Log) recover(entries []*segEntry, rp int64) (map[*segEntry]bool, error)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			results[i], errs[i] = e.seg.Recover()
+			results[i], scanErrs[i] = e.seg.Recover()
 		}()
 	}
 	wg.Wait()
 
 	kept := map[*segEntry]bool{}
 	var prevNext int64 = -1
+	prevTs := int64(index.NoTimestamp)
 	for i, e := range scan {
-		if prevNext >= 0 && e.base != prevNext {
-			return kept, l.removeFrom(scan[i:])
-		}
-		if errs[i] != nil {
-			return nil, fmt.Errorf("log: recover %s: %w", e.seg, errs[i])
+		if scanErrs[i] != nil {
+			return nil, fmt.Errorf("log: recover %s: %w", e.seg, scanErrs[i])
 		}
 		res := results[i]
+		if prevNext >= 0 && e.base != prevNext {
+			switch {
+			case e.base < prevNext:
+				// Overlapping offsets cannot both be served: the valid
+				// prefix ends before this segment.
+				l.recovery.Damage = append(l.recovery.Damage, errs.Corruptf(ErrCorrupt, segment.LogPath(l.dir, e.base), -1,
+					"base offset %d overlaps the previous segment, which ends at %d: it and the segments after it are removed", e.base, prevNext))
+				return kept, l.removeFrom(scan[i:])
+			case res.LastOffset < e.base:
+				if err := l.removeStray(e, prevNext); err != nil {
+					return nil, err
+				}
+				continue
+			default:
+				l.holeDamage(prevNext, e.base, e.base)
+				if prev := scan[i-1]; kept[prev] && prev.base == prevNext {
+					// An empty segment before the hole (an emptied
+					// file): the filler takes its place.
+					delete(kept, prev)
+					l.tree.Delete(prev)
+					if err := prev.seg.Delete(); err != nil {
+						return nil, fmt.Errorf("log: remove empty %s: %w", prev.seg, err)
+					}
+				}
+				if err := l.fillHole(prevNext, e.base, prevTs); err != nil {
+					return nil, err
+				}
+			}
+		}
 		kept[e] = true
 		l.recovery.SegmentsScanned++
 		l.recovery.BytesScanned += res.ValidBytes + res.BytesCut
 		l.recovery.BytesCut += res.BytesCut
 		prevNext = res.LastOffset + 1
+		prevTs = max(prevTs, res.MaxTimestamp)
 		if res.BytesCut > 0 {
 			return kept, l.removeFrom(scan[i+1:])
 		}

@@ -168,10 +168,13 @@ func TestRecoveryCutsAndRemovesLater(t *testing.T) {
 	}
 }
 
-// TestRecoveryRemovesSegmentsAfterAGap: a scanned segment that lost its
-// tail without a torn batch (a power cut can leave exactly that) leaves a
-// hole before the next one, so everything after it goes.
-func TestRecoveryRemovesSegmentsAfterAGap(t *testing.T) {
+// TestRecoveryKeepsSegmentsAfterAHole: a scanned segment that lost its
+// tail without a torn batch (damage, or a power cut under a flush policy
+// that promised nothing) leaves a hole before the next segment. The hole costs exactly its range: it is reported naming the
+// segment after it, filled with empty batches, every record outside it
+// stays readable at its offset, the next append goes right after the real
+// end, and the next open finds the chain whole.
+func TestRecoveryKeepsSegmentsAfterAHole(t *testing.T) {
 	dir := t.TempDir()
 	want, bases, st := buildLog(t, dir, 60)
 	k := 3
@@ -184,13 +187,41 @@ func TestRecoveryRemovesSegmentsAfterAGap(t *testing.T) {
 	if err := os.Truncate(path, int64(first)); err != nil {
 		t.Fatal(err)
 	}
+	// The first batch holds two records.
+	holeFrom, holeTo := bases[k]+2, bases[k+1]
 	st.Clean = false
 	st.RecoveryPoint = bases[k-1]
-	l := openT(t, nil, dir, &Options{SegmentBytes: 1024, FlushPolicy: FlushNone}, st)
-	if r := l.Recovery(); r.BytesCut != 0 || r.SegmentsRemoved != len(bases)-k-1 {
-		t.Fatalf("recovery %+v, want %d segments removed", r, len(bases)-k-1)
+	o := &Options{SegmentBytes: 1024, FlushPolicy: FlushNone}
+	l := openT(t, nil, dir, o, st)
+	r := l.Recovery()
+	if r.SegmentsRemoved != 0 || len(r.Damage) != 1 {
+		t.Fatalf("recovery %+v, want one hole reported and nothing removed", r)
 	}
-	sameRecs(t, readAll(t, l, 0), want[:bases[k]+2])
+	var c *errs.Corruption
+	if !errors.As(r.Damage[0], &c) || c.Path != segment.LogPath(dir, holeTo) || c.Offset != holeFrom ||
+		!strings.Contains(c.Error(), fmt.Sprintf("offsets %d to %d", holeFrom, holeTo-1)) {
+		t.Fatalf("the hole is reported as %v, want offsets %d to %d before %s", r.Damage[0], holeFrom, holeTo-1, segment.LogPath(dir, holeTo))
+	}
+	var expect []rec
+	for _, w := range want {
+		if w.offset < holeFrom || w.offset >= holeTo {
+			expect = append(expect, w)
+		}
+	}
+	sameRecs(t, readAll(t, l, 0), expect)
+	if first, _, err := l.Append(makeBatch(t, "n", 0, 1, 10, 1)); err != nil || first != int64(len(want)) {
+		t.Fatalf("append: %d %v, want offset %d", first, err, len(want))
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st = l.Checkpoint()
+	st.Clean, st.RecoveryPoint = false, 0 // scan everything
+	l = openT(t, nil, dir, o, st)
+	if r := l.Recovery(); len(r.Damage) != 0 || r.SegmentsRemoved != 0 {
+		t.Fatalf("the next open: %+v", r)
+	}
+	sameRecs(t, readAll(t, l, 0)[:len(expect)], expect)
 }
 
 // TestLeftoverFiles resolves what a crash leaves, by Kafka's rules.

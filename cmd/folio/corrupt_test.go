@@ -279,3 +279,57 @@ func TestLeftoverSwapIsAProblem(t *testing.T) {
 	}
 	ok(t, "", "verify", "-dir", dir)
 }
+
+// TestHoleAndStraySegment: a segment deleted from the middle of a
+// partition and a zero-filled segment past its end are problems verify
+// names with the range they cost; a writing open after an unclean
+// shutdown fills the hole, removes the stray, keeps every other record at
+// its offset, appends right after the real end, and verify is clean
+// afterwards.
+func TestHoleAndStraySegment(t *testing.T) {
+	dir := t.TempDir()
+	const n = 300
+	long := strings.Repeat("y", 200)
+	fill(t, dir, "h", folio.TopicConfig{SegmentBytes: 16 << 10, Flush: folio.FlushNone}, n, func(i int) string { return "v" + strconv.Itoa(i) + long })
+	pdir := filepath.Join(dir, topic.DirName("h", 0))
+	bases := segmentFiles(t, pdir)
+	if len(bases) < 4 {
+		t.Fatalf("%d segments; the test needs 4", len(bases))
+	}
+	for _, suf := range []string{".log", ".index", ".timeindex"} {
+		if err := os.Remove(filepath.Join(pdir, segment.FileName(bases[1], suf))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stray := filepath.Join(pdir, segment.FileName(99999, ".log"))
+	if err := os.WriteFile(stray, make([]byte, 4096), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := fails(t, 1, []string{"corrupt"}, "", "verify", "-dir", dir)
+	hole := fmt.Sprintf("PROBLEM %s: offsets %d to %d are missing", segment.LogPath(pdir, bases[2]), bases[1], bases[2]-1)
+	if !strings.Contains(r.stdout, hole) || !strings.Contains(r.stdout, "PROBLEM "+stray) {
+		t.Errorf("verify does not name the hole (%q) and the stray:\n%s", hole, r.stdout)
+	}
+	// An unclean shutdown: a writing open scans every segment.
+	if err := os.Remove(filepath.Join(dir, folio.CleanShutdownFile)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, folio.CheckpointFile)); err != nil {
+		t.Fatal(err)
+	}
+	if r := cli(t, "last\n", "produce", "-dir", dir, "-topic", "h", "-partition", "0"); r.code != 0 ||
+		!strings.Contains(r.stderr, segment.FileName(bases[2], ".log")) || !strings.Contains(r.stderr, stray) {
+		t.Fatalf("produce: exit %d, stderr %q; want warnings naming the hole and the stray", r.code, r.stderr)
+	}
+	got := lines(ok(t, "", "consume", "-dir", dir, "-topic", "h", "-e", "-f", `%o\n`))
+	var want []string
+	for i := int64(0); i <= n; i++ {
+		if i < bases[1] || i >= bases[2] {
+			want = append(want, strconv.FormatInt(i, 10))
+		}
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("after the open: offsets %v\nwant %v", got, want)
+	}
+	ok(t, "", "verify", "-dir", dir)
+}
