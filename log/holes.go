@@ -22,11 +22,14 @@ import (
 // keeps every record it still holds, the next append goes right after the
 // real end, and the finding is reported once (RecoveryReport.Damage):
 //
-//   - a segment after a hole that holds no record (an empty or zero-filled
-//     stray file) is removed: it holds nothing;
-//   - on a clean open, a segment that holds records but starts beyond the
-//     end the clean shutdown checkpointed is no part of the log: its files
-//     are set aside (renamed with segment.StraySuffix), not adopted;
+//   - a segment after a hole, or inside the previous one's range, that
+//     holds no record (an empty or zero-filled stray file) is removed: it
+//     holds nothing; one inside the previous one's range that holds
+//     records is set aside (renamed with segment.StraySuffix);
+//   - on a clean open, a segment that starts beyond the end the clean
+//     shutdown checkpointed is no part of the log: removed if it holds no
+//     record, otherwise its files are set aside (renamed with
+//     segment.StraySuffix), not adopted;
 //   - any other hole (a segment deleted, emptied or renamed away in the
 //     middle) costs exactly its range: the segments after it are kept, and
 //     the range is filled with empty batches in a segment of its own, as a
@@ -43,20 +46,31 @@ func (l *Log) holeDamage(from, to, base int64) {
 // removeStray deletes a segment that holds no record and starts beyond the
 // end of the one before it.
 func (l *Log) removeStray(e *segEntry, prevNext int64) error {
+	return l.removeEmpty(e, fmt.Sprintf("a segment holding no record, past the end (%d) of the log before it", prevNext))
+}
+
+// removeEmpty deletes a segment that holds no valid batch, saying why it
+// is no part of the log.
+func (l *Log) removeEmpty(e *segEntry, why string) error {
+	if err := l.beforeWrite(); err != nil {
+		return err
+	}
 	l.tree.Delete(e)
 	l.caps.forget(&e.capEntry)
 	if err := e.seg.Delete(); err != nil {
 		return fmt.Errorf("log: remove stray %s: %w", e.seg, err)
 	}
 	l.recovery.SegmentsRemoved++
-	l.recovery.Damage = append(l.recovery.Damage, errs.Corruptf(ErrCorrupt, segment.LogPath(l.dir, e.base), -1,
-		"a segment holding no record beyond the log end (%d): removed", prevNext))
+	l.recovery.Damage = append(l.recovery.Damage, errs.Corruptf(ErrCorrupt, segment.LogPath(l.dir, e.base), -1, "%s: removed", why))
 	return nil
 }
 
 // setAside renames the files of a segment that is no part of the log with
 // segment.StraySuffix and drops it from the tree.
 func (l *Log) setAside(e *segEntry, why string) error {
+	if err := l.beforeWrite(); err != nil {
+		return err
+	}
 	l.tree.Delete(e)
 	l.caps.forget(&e.capEntry)
 	if err := e.seg.Close(); err != nil {
@@ -127,14 +141,17 @@ func (l *Log) fillHole(from, to, ts int64) error {
 	return nil
 }
 
-// checkTail checks the chain at the end of a cleanly closed log, where
-// Open reads anyway: the last segment against the end the clean shutdown
-// checkpointed (rp), and, only when they disagree, against the segment
-// before it (which it then loads). It returns the entries, ascending, as
-// they are afterwards.
+// checkTail checks the end of a cleanly closed log against the end its
+// clean shutdown checkpointed (rp: the recovery point of a clean close is
+// the log end), loading only the last segment. A segment starting at or
+// past rp is no part of the log, except an empty one starting exactly
+// there (the segment a roll had just begun): one holding no record is
+// removed, one holding records is set aside. With rp unknown (0) the last
+// segment is checked against the one before it instead. It returns the
+// entries, ascending, as they are afterwards.
 func (l *Log) checkTail(entries []*segEntry, rp int64) ([]*segEntry, error) {
 	for len(entries) >= 2 {
-		last, prev := entries[len(entries)-1], entries[len(entries)-2]
+		last := entries[len(entries)-1]
 		if err := l.loadLast(last, nil); err != nil {
 			return nil, err
 		}
@@ -143,49 +160,61 @@ func (l *Log) checkTail(entries []*segEntry, rp int64) ([]*segEntry, error) {
 			return nil, fmt.Errorf("log: %w", err)
 		}
 		empty := next == last.base
-		if rp > 0 && ((empty && last.base == rp) || (!empty && last.base < rp)) {
-			return entries, nil // where the clean shutdown left it
+		if rp <= 0 {
+			return l.checkLastPair(entries, empty)
 		}
-		l.caps.acquire(&prev.capEntry)
-		prevNext, err := prev.seg.NextOffset()
-		var ts int64 = index.NoTimestamp
-		if err == nil {
-			ts, err = prev.seg.MaxTimestamp()
+		if last.base < rp || (empty && last.base == rp) {
+			return entries, nil // part of the log the clean shutdown left
 		}
-		l.caps.release(&prev.capEntry)
-		if err != nil {
-			if errors.Is(err, segment.ErrCorrupt) {
-				return entries, nil // the read path reports it where it is
-			}
-			return nil, fmt.Errorf("log: %w", err)
-		}
-		if last.base <= prevNext {
-			return entries, nil // contiguous (an overlap is verify's to report)
-		}
-		if err := l.beforeWrite(); err != nil {
-			return nil, err
-		}
-		switch {
-		case empty:
-			err = l.removeStray(last, prevNext)
-		case rp > 0 && last.base >= rp:
-			err = l.setAside(last, fmt.Sprintf("a segment starting beyond the end (%d) the log had at its clean shutdown", rp))
-		default:
-			l.holeDamage(prevNext, last.base, last.base)
-			if err = l.fillHole(prevNext, last.base, ts); err == nil {
-				entries = entries[:0]
-				l.tree.Ascend(func(e *segEntry) bool {
-					entries = append(entries, e)
-					return true
-				})
-			}
-			return entries, err
+		if empty {
+			err = l.removeStray(last, rp)
+		} else {
+			err = l.setAside(last, fmt.Sprintf("holds offsets %d to %d, beyond the end (%d) the log had at its clean shutdown", last.base, next-1, rp))
 		}
 		if err != nil {
 			return nil, err
 		}
 		entries = entries[:len(entries)-1]
 	}
+	return entries, nil
+}
+
+// checkLastPair checks the last segment against the one before it (which
+// it loads): an empty one after a hole or inside the previous range is
+// removed, one holding records inside it set aside, a hole before one
+// holding records filled.
+func (l *Log) checkLastPair(entries []*segEntry, empty bool) ([]*segEntry, error) {
+	last, prev := entries[len(entries)-1], entries[len(entries)-2]
+	l.caps.acquire(&prev.capEntry)
+	prevNext, err := prev.seg.NextOffset()
+	ts := int64(index.NoTimestamp)
+	if err == nil {
+		ts, err = prev.seg.MaxTimestamp()
+	}
+	l.caps.release(&prev.capEntry)
+	if errors.Is(err, segment.ErrCorrupt) || (err == nil && last.base == prevNext) {
+		return entries, nil // contiguous, or damage the read path reports where it is
+	}
+	if err != nil {
+		return nil, fmt.Errorf("log: %w", err)
+	}
+	switch {
+	case empty:
+		err = l.removeStray(last, prevNext)
+	case last.base < prevNext:
+		err = l.setAside(last, fmt.Sprintf("base offset %d lies inside the previous segment, which ends at %d", last.base, prevNext))
+	default:
+		l.holeDamage(prevNext, last.base, last.base)
+		err = l.fillHole(prevNext, last.base, ts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	entries = entries[:0]
+	l.tree.Ascend(func(e *segEntry) bool {
+		entries = append(entries, e)
+		return true
+	})
 	return entries, nil
 }
 

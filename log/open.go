@@ -468,6 +468,7 @@ func (l *Log) recover(entries []*segEntry, rp int64) (map[*segEntry]bool, error)
 	kept := map[*segEntry]bool{}
 	var prevNext int64 = -1
 	prevTs := int64(index.NoTimestamp)
+	var lastKept *segEntry
 	for i, e := range scan {
 		if scanErrs[i] != nil {
 			return nil, fmt.Errorf("log: recover %s: %w", e.seg, scanErrs[i])
@@ -475,23 +476,25 @@ func (l *Log) recover(entries []*segEntry, rp int64) (map[*segEntry]bool, error)
 		res := results[i]
 		if prevNext >= 0 && e.base != prevNext {
 			switch {
-			case e.base < prevNext:
-				// Overlapping offsets cannot both be served: the valid
-				// prefix ends before this segment.
-				l.recovery.Damage = append(l.recovery.Damage, errs.Corruptf(ErrCorrupt, segment.LogPath(l.dir, e.base), -1,
-					"base offset %d overlaps the previous segment, which ends at %d: it and the segments after it are removed", e.base, prevNext))
-				return kept, l.removeFrom(scan[i:])
 			case res.LastOffset < e.base:
 				if err := l.removeStray(e, prevNext); err != nil {
 					return nil, err
 				}
 				continue
+			case e.base < prevNext:
+				// Offsets the segment before holds already: this one is
+				// no part of the chain (a stray file inside the log).
+				if err := l.setAside(e, fmt.Sprintf("base offset %d lies inside the previous segment, which ends at %d", e.base, prevNext)); err != nil {
+					return nil, err
+				}
+				continue
 			default:
 				l.holeDamage(prevNext, e.base, e.base)
-				if prev := scan[i-1]; kept[prev] && prev.base == prevNext {
+				if prev := lastKept; prev != nil && prev.base == prevNext {
 					// An empty segment before the hole (an emptied
 					// file): the filler takes its place.
 					delete(kept, prev)
+					lastKept = nil
 					l.tree.Delete(prev)
 					if err := prev.seg.Delete(); err != nil {
 						return nil, fmt.Errorf("log: remove empty %s: %w", prev.seg, err)
@@ -502,7 +505,19 @@ func (l *Log) recover(entries []*segEntry, rp int64) (map[*segEntry]bool, error)
 				}
 			}
 		}
+		if res.BytesCut > 0 && res.LastOffset < e.base && i < len(scan)-1 {
+			// Not one valid batch, and segments after it: no torn write
+			// of this log (those hit the segments written last), but a
+			// stray or garbage file. It goes alone.
+			l.recovery.SegmentsScanned++
+			l.recovery.BytesScanned += res.BytesCut
+			if err := l.removeEmpty(e, fmt.Sprintf("not one valid batch in a segment with segments after it (%v)", res.Cause)); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		kept[e] = true
+		lastKept = e
 		l.recovery.SegmentsScanned++
 		l.recovery.BytesScanned += res.ValidBytes + res.BytesCut
 		l.recovery.BytesCut += res.BytesCut
