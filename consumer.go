@@ -204,6 +204,10 @@ type assignedPart struct {
 	p   *brokerPart
 	pos int64  // guarded by Consumer.assignMu
 	gen uint64 // bumped by every Seek or Assign; guarded by Consumer.assignMu
+	// reported is 1 + the position at which Poll returned a damaged
+	// range (*log.DamagedRangeError), 0 for none: the next Poll from
+	// there passes over it. Only Poll (under pollMu) touches it.
+	reported int64
 }
 
 // heldViews are the read views and decompression buffers that zero-copy
@@ -453,9 +457,14 @@ type pollPart struct {
 // MaxPollRecords, blocking until there is at least one or ctx ends (ctx's
 // error). It takes partitions in turn so that none starves. Records of one
 // partition come in offset order; control batches are skipped, and so are
-// offset gaps. A position outside a partition's offsets is reset by the
-// ResetPolicy or reported as an *OffsetOutOfRangeError; a deleted topic's
-// partition reports ErrUnknownTopic until unassigned.
+// offset gaps. A damaged range of a partition (a broken batch, offsets
+// missing between segments) is returned once as an error wrapping a
+// *log.DamagedRangeError that names the file, the byte position and the
+// offsets, matching ErrCorrupt, with the position left at it; the next
+// Poll passes over it to the next valid batch. A position outside a
+// partition's offsets is reset by the ResetPolicy or reported as an
+// *OffsetOutOfRangeError; a deleted topic's partition reports
+// ErrUnknownTopic until unassigned.
 func (c *Consumer) Poll(ctx context.Context) ([]Record, error) {
 	c.pollMu.Lock()
 	defer c.pollMu.Unlock()
@@ -478,12 +487,14 @@ func (c *Consumer) Poll(ctx context.Context) ([]Record, error) {
 
 		var recs []Record
 		var ferr error
+		var failed *pollPart
 		for i := range parts {
 			if len(recs) >= c.opts.MaxPollRecords {
 				break
 			}
 			recs, ferr = c.fetch(&parts[i], recs)
 			if ferr != nil {
+				failed = &parts[i]
 				break
 			}
 		}
@@ -494,6 +505,12 @@ func (c *Consumer) Poll(ctx context.Context) ([]Record, error) {
 			return recs, nil
 		}
 		if ferr != nil {
+			var dr *log.DamagedRangeError
+			if errors.As(ferr, &dr) {
+				// Reported once, with the position left at the damage:
+				// the next Poll passes over it.
+				failed.ap.reported = failed.pos + 1
+			}
 			return nil, ferr
 		}
 		if err := c.wait(ctx, parts, changed); err != nil {
@@ -524,6 +541,14 @@ func (c *Consumer) fetch(pp *pollPart, recs []Record) ([]Record, error) {
 		}
 		if errors.Is(err, log.ErrNoData) {
 			return recs, nil
+		}
+		var dr *log.DamagedRangeError
+		if errors.As(err, &dr) && pp.ap.reported == pp.pos+1 && dr.Resume > pp.pos {
+			// The range was reported by the last Poll: pass over it, as
+			// over a compaction gap.
+			pp.ap.reported = 0
+			pp.pos, pp.moved = dr.Resume, true
+			continue
 		}
 		var oor *log.OffsetOutOfRangeError
 		if errors.As(err, &oor) && resets == 0 {
