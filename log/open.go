@@ -32,8 +32,8 @@ const (
 // segments are not opened, scanned or mapped until first used, and only the
 // last one is loaded to append to. After an unclean one, the segments from
 // the one holding st.RecoveryPoint onwards are scanned batch by batch and
-// cut at the first bad batch; the segments after a cut are removed, so the
-// log reopens to a valid prefix. A hole in the chain of offsets between
+// each is cut at its first bad batch; a cut in a segment with segments
+// after it keeps them (the hole is filled and reported, see holes.go). A hole in the chain of offsets between
 // segments, a stray segment past the end, and a segment renamed .deleted
 // inside the log are damage: Open repairs what it finds (see holes.go) and
 // reports it in RecoveryReport.Damage. Before
@@ -431,11 +431,13 @@ func (l *Log) restoreRenamed(d *dirListing, restore func(from, to int64)) error 
 const recoverWorkers = 8
 
 // recover scans the segments from the one holding rp to the end (Kafka's
-// unflushed segments), cutting torn or corrupt tails; a cut removes every
-// later segment (Kafka's rule: what follows a torn write is not part of
-// the valid prefix). A hole between two scanned segments is damage instead:
-// an empty segment after it is removed, otherwise the hole is filled and
-// the segments after it kept; an overlap ends the valid prefix. The
+// unflushed segments), cutting torn or corrupt tails. Unlike Kafka, a cut
+// in a segment with segments after it removes none of them (a log that
+// acknowledges after an fsync sealed the earlier segments first, so they
+// may hold acknowledged records): it is reported, and the hole it leaves
+// is filled like any hole between scanned segments (an empty or all-bad
+// segment after a hole is removed, one overlapping the previous one set
+// aside). The
 // segments are recovered concurrently and judged in order afterwards: work
 // done on a segment that then turns out to follow a cut is thrown away with
 // it. It returns the entries it kept (they are unloaded and fsynced).
@@ -523,14 +525,17 @@ func (l *Log) recover(entries []*segEntry, rp int64) (map[*segEntry]bool, error)
 		l.recovery.BytesCut += res.BytesCut
 		prevNext = res.LastOffset + 1
 		prevTs = max(prevTs, res.MaxTimestamp)
-		if res.BytesCut > 0 {
-			return kept, l.removeFrom(scan[i+1:])
+		if res.BytesCut > 0 && i < len(scan)-1 {
+			// Damage in a segment with segments after it: the cut costs
+			// the rest of this segment; the segments after it stay (the
+			// hole before the next is filled below).
+			l.recovery.Damage = append(l.recovery.Damage, fmt.Errorf("%w (cut there: %d bytes, offsets from %d lost up to the next segment)", res.Cause, res.BytesCut, prevNext))
 		}
 	}
 	return kept, nil
 }
 
-// removeFrom deletes the given segments (all after a cut) at open.
+// removeFrom deletes the given segments at open.
 func (l *Log) removeFrom(rest []*segEntry) error {
 	for _, e := range rest {
 		l.tree.Delete(e)
