@@ -512,12 +512,20 @@ func TestConsumerPollAllocatesForWhatItReturns(t *testing.T) {
 
 // TestConsumerPassesOverDamage: a sealed segment with a broken batch
 // header early in it (not scanned by a clean open; the sparse index knows
-// batches after it) is a reported hole, not a dead end:
+// batches after it), or cut short inside a batch (it cannot load; the
+// first read repairs it as recovery would), is a reported hole, not a dead
+// end:
 // the consumer delivers every record before it, reports the damaged range
 // once (matching ErrCorrupt, naming the file, with the offsets), leaves
 // its position there for that Poll, and then goes on at the next valid
 // batch to the records after it, in this segment and the next.
 func TestConsumerPassesOverDamage(t *testing.T) {
+	for _, how := range []string{"broken header", "truncated"} {
+		t.Run(how, func(t *testing.T) { consumerPassesOverDamage(t, how) })
+	}
+}
+
+func consumerPassesOverDamage(t *testing.T, how string) {
 	dir := t.TempDir()
 	b := openT(t, dir, nil)
 	createTopicT(t, b, "d", TopicConfig{Flush: FlushNone, SegmentBytes: 48 << 10, Partitions: 1})
@@ -551,7 +559,11 @@ func TestConsumerPassesOverDamage(t *testing.T) {
 	for range 2 {
 		pos += int(binary.BigEndian.Uint32(data[pos+8:])) + 12
 	}
-	data[pos+16] = 9
+	if how == "truncated" {
+		data = data[:pos+30]
+	} else {
+		data[pos+16] = 9
+	}
 	if err := os.WriteFile(victim, data, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -60,6 +60,11 @@ func (e *DamagedRangeError) Unwrap() []error {
 // the next segment's base, or the log end.
 func (l *Log) readDamaged(e *segEntry, offset int64, maxBytes int, maxPos, after int64, cause error) (*readpath.View, error) {
 	fail := markCorrupt(fmt.Errorf("log: read at offset %d: %w", offset, cause))
+	if maxPos < 0 && e.seg.Sealed() && !e.seg.Loaded() {
+		if v, err, ok := l.repairSealed(e, offset, maxBytes, after); ok {
+			return v, err
+		}
+	}
 	path := segment.LogPath(l.dir, e.base)
 	f, err := l.fs.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
@@ -200,7 +205,50 @@ func (l *Log) checkGap(e, n *segEntry, offset int64) error {
 		return nil
 	}
 	from := max(end, e.base)
+	if c := e.cut.Load(); c != nil && c.Offset == from {
+		// The range a read's repair of e cut: name the damage.
+		return &DamagedRangeError{Path: c.Path, Pos: c.Pos, From: from, Resume: n.base, Err: c}
+	}
 	path := segment.LogPath(l.dir, n.base)
 	c := errs.Corruptf(ErrCorrupt, path, -1, "offsets %d to %d are missing before this segment (the one before it ends at %d)", from, n.base-1, end).AtOffset(from)
 	return &DamagedRangeError{Path: path, Pos: -1, From: from, Resume: n.base, Err: c}
+}
+
+// repairSealed handles a sealed segment (not the one the readers' end lies
+// in) that cannot even be loaded because of damage after its last index
+// entry or a cut inside a batch: a clean open trusted it without a scan.
+// It recovers the segment as an unclean open would (cut at the first bad
+// batch, fsynced, indexes rebuilt; no view of it can exist, since it never
+// loaded), then reads offset if it lies before the cut, and otherwise
+// reports the range from the cut to after. ok is false when this is not
+// the case or the repair failed (the caller reports the read's error).
+func (l *Log) repairSealed(e *segEntry, offset int64, maxBytes int, after int64) (v *readpath.View, err error, ok bool) {
+	l.caps.acquire(&e.capEntry)
+	defer l.caps.release(&e.capEntry)
+	if _, err := e.seg.NextOffset(); err == nil || !errors.Is(err, segment.ErrCorrupt) {
+		return nil, nil, false
+	}
+	if err := l.beforeWrite(); err != nil {
+		return nil, nil, false
+	}
+	res, err := e.seg.Recover()
+	if err != nil || res.Cause == nil {
+		return nil, nil, false
+	}
+	end := res.LastOffset + 1
+	path := segment.LogPath(l.dir, e.base)
+	why := res.Cause
+	if rc := (*errs.Corruption)(nil); errors.As(why, &rc) && rc.Err != nil {
+		why = rc.Err // it names the file itself
+	}
+	c := errs.Corrupt(ErrCorrupt, path, res.ValidBytes, why).AtOffset(end)
+	e.cut.Store(c)
+	if offset < end {
+		v, err := e.seg.Read(max(offset, e.base), maxBytes, -1)
+		return v, err, err == nil
+	}
+	if after <= offset {
+		return nil, nil, false
+	}
+	return nil, &DamagedRangeError{Path: path, Pos: res.ValidBytes, From: end, Resume: after, Err: c, cause: res.Cause}, true
 }

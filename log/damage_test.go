@@ -60,14 +60,15 @@ func batchesOf(t *testing.T, path string) (pos []int64, base, last []int64) {
 	return pos, base, last
 }
 
-// TestReadPassesOverDamage: a sealed segment emptied, or with a batch whose
-// header is broken, opens (clean: it is not scanned) and costs exactly the
-// damaged range: reads deliver every record before it,
+// TestReadPassesOverDamage: a sealed segment emptied, cut short inside a
+// batch (it then cannot load: the first read repairs it as recovery would),
+// or with a batch whose header is broken, opens (clean: it is not scanned)
+// and costs exactly the damaged range: reads deliver every record before it,
 // a read inside it returns a *DamagedRangeError naming the file, the byte
 // position and the offsets, matching ErrCorrupt, and reading resumes at the
 // next valid batch the sparse index knows (or the next segment).
 func TestReadPassesOverDamage(t *testing.T) {
-	for _, how := range []string{"emptied", "broken header"} {
+	for _, how := range []string{"emptied", "broken header", "truncated"} {
 		t.Run(how, func(t *testing.T) {
 			dir := t.TempDir()
 			o := &Options{SegmentBytes: 4096, FlushPolicy: FlushNone, IndexIntervalBytes: 256}
@@ -101,6 +102,12 @@ func TestReadPassesOverDamage(t *testing.T) {
 				}
 				path = segment.LogPath(dir, bases[k+1]) // named: the segment after the hole
 				from, resume = bases[k], bases[k+1]
+			case "truncated": // inside a batch: the segment cannot load
+				at = pos[2]
+				if err := os.Truncate(path, pos[2]+30); err != nil {
+					t.Fatal(err)
+				}
+				from, resume = base[2], bases[k+1]
 			case "broken header":
 				at = pos[1]
 				data, err := os.ReadFile(path)

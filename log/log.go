@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/btree"
 
+	"github.com/foliolog/folio/errs"
 	"github.com/foliolog/folio/segment"
 	"github.com/foliolog/folio/vfs"
 )
@@ -45,6 +46,9 @@ type segEntry struct {
 	capEntry
 	base int64
 	seg  *segment.Segment
+	// cut is the damage a read found and cut (see repairSealed), for the
+	// reports of the range it cost; nil for none.
+	cut atomic.Pointer[errs.Corruption]
 }
 
 func lessEntry(a, b *segEntry) bool { return a.base < b.base }
