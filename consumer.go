@@ -197,6 +197,10 @@ type assignedPart struct {
 	p   *brokerPart
 	pos int64  // guarded by Consumer.assignMu
 	gen uint64 // bumped by every Seek or Assign; guarded by Consumer.assignMu
+	// reported is 1 + the position at which Poll returned a damaged
+	// range (*log.DamagedRangeError), 0 for none: the next Poll from
+	// there passes over it. Only Poll (under pollMu) touches it.
+	reported int64
 }
 
 // heldViews are the read views and decompression buffers that zero-copy
@@ -457,7 +461,11 @@ type pollPart struct {
 // it. Every Poll after that reads the other partitions again and reports
 // the error anew whenever it returns no records or, having returned some,
 // at the Poll after: a damaged partition neither stops nor hides behind
-// healthy ones.
+// healthy ones. A damaged range the log has located (a broken batch,
+// offsets missing between segments: an error wrapping a
+// *log.DamagedRangeError that names the file, the byte position and the
+// offsets) is reported so once, and the Poll after it passes over it to the
+// next valid batch, as over a compaction gap.
 func (c *Consumer) Poll(ctx context.Context) ([]Record, error) {
 	c.pollMu.Lock()
 	defer c.pollMu.Unlock()
@@ -503,11 +511,12 @@ func (c *Consumer) Poll(ctx context.Context) ([]Record, error) {
 			// partitions have records, postponed for ever; the Poll after
 			// it meets the error again, unless a Seek moved past it.
 			if ferr != nil {
-				c.deferred = deferredErr{err: ferr, ap: fpart.ap, gen: fpart.gen}
+				c.deferred = deferredErr{err: ferr, ap: fpart.ap, gen: fpart.gen, pos: fpart.pos}
 			}
 			return recs, nil
 		}
 		if ferr != nil {
+			markReported(ferr, fpart.ap, fpart.pos)
 			return nil, ferr
 		}
 		if err := c.wait(ctx, parts, changed); err != nil {
@@ -522,6 +531,17 @@ type deferredErr struct {
 	err error
 	ap  *assignedPart
 	gen uint64
+	pos int64 // where the partition met it
+}
+
+// markReported notes that Poll returns err, met by ap at pos: a damaged
+// range is reported once, with the position left at it, and the next Poll
+// from there passes over it. Only Poll (under pollMu) calls it.
+func markReported(err error, ap *assignedPart, pos int64) {
+	var dr *log.DamagedRangeError
+	if errors.As(err, &dr) {
+		ap.reported = pos + 1
+	}
 }
 
 // takeDeferred returns the error an earlier Poll deferred and forgets it;
@@ -538,6 +558,7 @@ func (c *Consumer) takeDeferred() error {
 	if d.ap.gen != d.gen || c.assigned[d.ap.tp] != d.ap {
 		return nil
 	}
+	markReported(d.err, d.ap, d.pos)
 	return d.err
 }
 
@@ -563,6 +584,14 @@ func (c *Consumer) fetch(pp *pollPart, recs []Record) ([]Record, error) {
 		}
 		if errors.Is(err, log.ErrNoData) {
 			return recs, nil
+		}
+		var dr *log.DamagedRangeError
+		if errors.As(err, &dr) && pp.ap.reported == pp.pos+1 && dr.Resume > pp.pos {
+			// The range was reported by the last Poll: pass over it, as
+			// over a compaction gap.
+			pp.ap.reported = 0
+			pp.pos, pp.moved = dr.Resume, true
+			continue
 		}
 		var oor *log.OffsetOutOfRangeError
 		if errors.As(err, &oor) && resets == 0 {

@@ -3,13 +3,18 @@ package folio
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
 
+	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/topic"
 )
@@ -515,4 +520,106 @@ func TestConsumerPollAllocatesForWhatItReturns(t *testing.T) {
 	if perPoll > limit {
 		t.Fatalf("a one-record Poll allocates %d bytes; room for MaxPollRecords/8 records is %d", perPoll, limit)
 	}
+}
+
+// TestConsumerPassesOverDamage: a sealed segment with a broken batch
+// header early in it (not scanned by a clean open; the sparse index knows
+// batches after it), or cut short inside a batch (it cannot load; the
+// first read repairs it as recovery would), is a reported hole, not a dead
+// end:
+// the consumer delivers every record before it, reports the damaged range
+// once (matching ErrCorrupt, naming the file, with the offsets), leaves
+// its position there for that Poll, and then goes on at the next valid
+// batch to the records after it, in this segment and the next.
+func TestConsumerPassesOverDamage(t *testing.T) {
+	for _, how := range []string{"broken header", "truncated"} {
+		t.Run(how, func(t *testing.T) { consumerPassesOverDamage(t, how) })
+	}
+}
+
+func consumerPassesOverDamage(t *testing.T, how string) {
+	dir := t.TempDir()
+	b := openT(t, dir, nil)
+	createTopicT(t, b, "d", TopicConfig{Flush: FlushNone, SegmentBytes: 48 << 10, Partitions: 1})
+	p := producerT(t, b, nil)
+	const n = 1500
+	produceN(t, p, "d", "r", n)
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pdir := filepath.Join(dir, topic.DirName("d", 0))
+	ents, err := os.ReadDir(pdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs []string
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".log") {
+			logs = append(logs, filepath.Join(pdir, e.Name()))
+		}
+	}
+	if len(logs) < 3 {
+		t.Fatalf("%d segments", len(logs))
+	}
+	victim := logs[1]
+	data, err := os.ReadFile(victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The third batch's magic byte.
+	pos := 0
+	for range 2 {
+		pos += int(binary.BigEndian.Uint32(data[pos+8:])) + 12
+	}
+	if how == "truncated" {
+		data = data[:pos+30]
+	} else {
+		data[pos+16] = 9
+	}
+	if err := os.WriteFile(victim, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	b = openT(t, dir, nil)
+	c := consumerT(t, b, nil)
+	if err := c.Assign(Assignment{Topic: "d", Start: AtEarliest()}); err != nil {
+		t.Fatal(err)
+	}
+	got := map[int64][]byte{}
+	var damage []*log.DamagedRangeError
+	for polls := 0; len(got)+int(rangeLen(damage)) < n && polls < 1000; polls++ {
+		recs, err := c.Poll(context.Background())
+		if err != nil {
+			var d *log.DamagedRangeError
+			if !errors.As(err, &d) || !errors.Is(err, ErrCorrupt) || !IsCorrupt(err) || !strings.Contains(err.Error(), victim) {
+				t.Fatalf("Poll: %v", err)
+			}
+			if pos, _ := c.Position("d", 0); pos != d.From {
+				t.Fatalf("position %d after the damage was reported at %d", pos, d.From)
+			}
+			damage = append(damage, d)
+			continue
+		}
+		for _, r := range recs {
+			got[r.Offset] = r.Value
+		}
+	}
+	if len(damage) != 1 || damage[0].Pos != int64(pos) || damage[0].Path != victim {
+		t.Fatalf("damage reported %d times: %v, want once at byte %d of %s", len(damage), damage, pos, victim)
+	}
+	d := damage[0]
+	for i := int64(0); i < n; i++ {
+		v, ok := got[i]
+		if inside := i >= d.From && i < d.Resume; inside == ok || (ok && !bytes.Equal(v, value("r", int(i)))) {
+			t.Fatalf("offset %d: read %v %q; the damaged range is %d to %d", i, ok, v, d.From, d.Resume-1)
+		}
+	}
+}
+
+func rangeLen(ds []*log.DamagedRangeError) int64 {
+	var n int64
+	for _, d := range ds {
+		n += d.Resume - d.From
+	}
+	return n
 }

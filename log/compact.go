@@ -830,6 +830,7 @@ func (p *pass) removeCleaned() {
 			}
 		}
 	}
+	_ = p.removeSwapCommit()
 }
 
 // swap replaces the groups' segments with the cleaned ones by Kafka's
@@ -839,18 +840,24 @@ func (p *pass) removeCleaned() {
 // every renaming step ends with a directory fsync, so a crash between
 // steps leaves exactly the state its documentation names:
 //
-//  1. checkSources, pinSources: the replaced segments are checked to be
-//     unchanged and loaded, so that readers of the last snapshot can go on
+//  1. checkSources, writeSwapCommit, pinSources: the replaced segments are
+//     checked to be unchanged; the swap-commit marker (SwapCommitFile: each
+//     cleaned .log's size, CRC-32C and the range it replaces) is written
+//     durably, since without it Open trusts no .swap file; the replaced
+//     segments are loaded, so that readers of the last snapshot can go on
 //     reading them from their open files after the names are gone;
 //  2. stageSwaps: every .cleaned file becomes .swap;
 //  3. retireSources: the replaced segments' files become .deleted;
 //  4. promoteSwaps: the .swap files take their live names;
 //  5. installCleaned: the new segments replace the old ones for readers;
 //  6. removeSources: the old segments are closed and their .deleted files
-//     removed.
+//     removed, then the marker.
 //
 // A crash before step 2 is durable leaves the log as before the pass; one
-// after, as after it. retentionMu keeps TruncateTo, retention and Close out
+// after, as after it: each .log.swap the marker vouches for takes the place
+// of the segments in the range the marker gives. A .log.swap the marker
+// does not vouch for is never trusted: it is discarded and the live
+// segments kept. retentionMu keeps TruncateTo, retention and Close out
 // while it runs. A failure once step 2 has begun leaves the directory half
 // swapped: the log fails (ErrFailed) and the next Open finishes the swap or
 // undoes it.
@@ -862,6 +869,9 @@ func (p *pass) swap() error {
 	srcs := p.sources()
 	if err := p.checkSources(srcs); err != nil {
 		return err
+	}
+	if err := p.writeSwapCommit(); err != nil {
+		return err // nothing renamed yet: the pass is abandoned
 	}
 	if err := p.pinSources(srcs); err != nil {
 		return err
@@ -1065,6 +1075,12 @@ func (p *pass) removeSources(srcs []*segEntry) error {
 		}
 	}
 	if err := p.syncDir(); err != nil {
+		errs = append(errs, err)
+	} else if err := p.removeSwapCommit(); err != nil {
+		// The marker goes once the .deleted files are gone for good: Open
+		// tells them from damaged segments by its ranges.
+		errs = append(errs, err)
+	} else if err := p.syncDir(); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {

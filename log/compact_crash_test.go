@@ -193,6 +193,9 @@ func checkReopened(t *testing.T, fsys *faultfs.FS, dir string, opts *Options, st
 	if left := leftovers(t, dir); len(left) != 0 {
 		t.Fatalf("transient files left after reopening: %v", left)
 	}
+	if d := l.Recovery().Damage; len(d) != 0 {
+		t.Fatalf("after %s: a cut swap reported as damage: %v", what, d)
+	}
 	m.checkCompacted(t, l, 0, false)
 	if _, err := l.Compact(context.Background()); err != nil {
 		t.Fatalf("compaction after recovery: %v", err)

@@ -305,7 +305,8 @@ func leftovers(t testing.TB, dir string) []string {
 	var out []string
 	for _, e := range ents {
 		n := e.Name()
-		if strings.HasSuffix(n, cleanedSuffix) || strings.HasSuffix(n, swapSuffix) || strings.HasSuffix(n, segment.DeletedSuffix) {
+		if strings.HasSuffix(n, cleanedSuffix) || strings.HasSuffix(n, swapSuffix) || strings.HasSuffix(n, segment.DeletedSuffix) ||
+			strings.HasPrefix(n, SwapCommitFile) {
 			out = append(out, n)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"io/fs"
 	"os"
@@ -183,6 +184,7 @@ type cleanedWriter struct {
 	maxTsOff int64
 	last     int64 // last offset written
 	batches  int
+	crc      uint32 // CRC-32C of the .log so far, for the swap-commit marker
 }
 
 // createCleaned starts the cleaned segment with base offset base in dir,
@@ -248,6 +250,7 @@ func (w *cleanedWriter) append(b record.Batch) error {
 		return fmt.Errorf("log: compaction: write cleaned segment %d: %w", w.base, err)
 	}
 	w.pos += size
+	w.crc = crc32.Update(w.crc, castagnoli, b)
 	w.last = b.LastOffset()
 	w.batches++
 	return nil

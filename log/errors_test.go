@@ -78,9 +78,13 @@ func TestDamageMatchesTheSharedClass(t *testing.T) {
 		// located: the error is an *errs.Corruption naming the file and
 		// the byte position of the bad batch.
 		located bool
+		// crcOnly: the log frames the batch by the offset index and
+		// delivers it (its CRC fails: the consumer's check, as Kafka's
+		// check.crcs), and every batch after it stays readable.
+		crcOnly bool
 	}{
-		{"bad magic", func(data []byte, second int) []byte { data[second+16] = 7; return data }, true},
-		{"batch runs past the end", func(data []byte, second int) []byte { data[second+11]++; return data }, true},
+		{"bad magic", func(data []byte, second int) []byte { data[second+16] = 7; return data }, true, false},
+		{"batch runs past the end", func(data []byte, second int) []byte { data[second+11]++; return data }, true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -97,7 +101,9 @@ func TestDamageMatchesTheSharedClass(t *testing.T) {
 			l := openT(t, nil, dir, &Options{SegmentBytes: 1024}, st)
 			// A read delivers the good batches before the damage; the read
 			// that starts at the damaged batch reports it.
-			for off, reads := bases[2]+2, 0; reads < 10; reads++ {
+			var crcErr error
+			off := bases[2] + 2
+			for reads := 0; reads < 100 && off < l.LogEndOffset(); reads++ {
 				var v *readpath.View
 				if v, err = l.Read(off, 100); err != nil {
 					break
@@ -109,6 +115,9 @@ func TestDamageMatchesTheSharedClass(t *testing.T) {
 					for err == nil && len(buf) > 0 {
 						var n int
 						if n, err = record.CheckHeader(buf); err == nil {
+							if verr := record.Batch(buf[:n]).Validate(); verr != nil && crcErr == nil {
+								crcErr = verr
+							}
 							off = record.Batch(buf).LastOffset() + 1
 							buf = buf[n:]
 						}
@@ -119,6 +128,15 @@ func TestDamageMatchesTheSharedClass(t *testing.T) {
 				if herr != nil {
 					t.Fatalf("read at %d: %v", off, herr)
 				}
+			}
+			if c.crcOnly {
+				if err != nil || off != l.LogEndOffset() {
+					t.Fatalf("reads stopped at %d of %d: %v", off, l.LogEndOffset(), err)
+				}
+				if !errors.Is(crcErr, errs.ErrCorrupt) {
+					t.Fatalf("the misframed batch passed its CRC check: %v", crcErr)
+				}
+				return
 			}
 			if !errors.Is(err, ErrCorrupt) || !errors.Is(err, errs.ErrCorrupt) || !errors.Is(err, segment.ErrCorrupt) {
 				t.Fatalf("%v: not log, segment and errs ErrCorrupt", err)

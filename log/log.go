@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/btree"
 
+	"github.com/foliolog/folio/errs"
 	"github.com/foliolog/folio/segment"
 	"github.com/foliolog/folio/vfs"
 )
@@ -45,6 +46,9 @@ type segEntry struct {
 	capEntry
 	base int64
 	seg  *segment.Segment
+	// cut is the damage a read found and cut (see repairSealed), for the
+	// reports of the range it cost; nil for none.
+	cut atomic.Pointer[errs.Corruption]
 }
 
 func lessEntry(a, b *segEntry) bool { return a.base < b.base }
@@ -188,6 +192,12 @@ type RecoveryReport struct {
 	SegmentsRemoved int
 	// FilesRemoved lists the leftover files removed by name.
 	FilesRemoved []string
+	// Damage lists what Open found damaged or foreign and set aside, each
+	// naming the file and saying what Open did (an error matching
+	// ErrCorrupt, an *errs.Corruption under errors.As): a leftover
+	// .log.swap no swap-commit marker vouches for, discarded with the live
+	// segments kept; a damaged marker. The owner logs them as warnings.
+	Damage []error
 }
 
 // Stats are counters of one log.

@@ -3,10 +3,8 @@ package log
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,7 +12,8 @@ import (
 
 	"github.com/google/btree"
 
-	"github.com/foliolog/folio/record"
+	"github.com/foliolog/folio/errs"
+	"github.com/foliolog/folio/index"
 	"github.com/foliolog/folio/segment"
 	"github.com/foliolog/folio/vfs"
 )
@@ -33,8 +32,11 @@ const (
 // segments are not opened, scanned or mapped until first used, and only the
 // last one is loaded to append to. After an unclean one, the segments from
 // the one holding st.RecoveryPoint onwards are scanned batch by batch and
-// cut at the first bad batch; the segments after a cut, or after a gap in
-// the offsets, are removed, so the log reopens to a valid prefix. Before
+// each is cut at its first bad batch; a cut in a segment with segments
+// after it keeps them (the hole is filled and reported, see holes.go). A hole in the chain of offsets between
+// segments, a stray segment past the end, and a segment renamed .deleted
+// inside the log are damage: Open repairs what it finds (see holes.go) and
+// reports it in RecoveryReport.Damage. Before
 // that, files a crash left behind are resolved by Kafka's rules: .deleted
 // and .cleaned files are removed, a complete .swap replaces the segments it
 // covers, and index files without a .log are removed. Recovery reports what
@@ -97,8 +99,11 @@ type dirListing struct {
 	logs     map[int64]bool
 	indexes  map[int64][]string // index and time-index file names by base
 	swaps    []int64            // bases of .log.swap files
+	deleted  map[int64]bool     // bases of .log.deleted files
 	junk     []string           // names to remove
 	minClean int64              // smallest base of a .cleaned file
+	marker   bool               // a swap-commit marker is there
+	missing  []int64            // bases inside the chain whose .log is gone (their indexes are left)
 }
 
 func (l *Log) list() (*dirListing, error) {
@@ -106,9 +111,17 @@ func (l *Log) list() (*dirListing, error) {
 	if err != nil {
 		return nil, fmt.Errorf("log: list %s: %w", l.dir, err)
 	}
-	d := &dirListing{logs: map[int64]bool{}, indexes: map[int64][]string{}, minClean: math.MaxInt64}
+	d := &dirListing{logs: map[int64]bool{}, indexes: map[int64][]string{}, deleted: map[int64]bool{}, minClean: math.MaxInt64}
 	for _, de := range ents {
 		name := de.Name()
+		switch name {
+		case SwapCommitFile:
+			d.marker = true
+			continue
+		case SwapCommitFile + ".tmp":
+			d.junk = append(d.junk, name)
+			continue
+		}
 		base, suffix, ok := segment.ParseFileName(name)
 		if !ok || de.IsDir() {
 			continue // not ours: leave it alone
@@ -116,6 +129,9 @@ func (l *Log) list() (*dirListing, error) {
 		switch {
 		case strings.HasSuffix(suffix, segment.DeletedSuffix):
 			d.junk = append(d.junk, name)
+			if suffix == segment.LogSuffix+segment.DeletedSuffix {
+				d.deleted[base] = true
+			}
 		case strings.HasSuffix(suffix, cleanedSuffix):
 			d.junk = append(d.junk, name)
 			d.minClean = min(d.minClean, base)
@@ -179,7 +195,11 @@ func (l *Log) load(st State) error {
 		return l.startEmpty(max(st.LogStartOffset, 0), st)
 	}
 	recovered := map[*segEntry]bool{}
-	if !st.Clean {
+	if st.Clean {
+		if entries, err = l.checkTail(entries, st.RecoveryPoint); err != nil {
+			return err
+		}
+	} else {
 		if recovered, err = l.recover(entries, max(st.RecoveryPoint, 0)); err != nil {
 			return err
 		}
@@ -188,6 +208,11 @@ func (l *Log) load(st State) error {
 			entries = append(entries, e)
 			return true
 		})
+	}
+	if len(d.missing) > 0 {
+		if entries, err = l.checkMissing(d.missing); err != nil {
+			return err
+		}
 	}
 	last := entries[len(entries)-1]
 	if err := l.loadLast(last, recovered); err != nil {
@@ -200,6 +225,12 @@ func (l *Log) load(st State) error {
 	size, err := last.seg.Size()
 	if err != nil {
 		return fmt.Errorf("log: %w", err)
+	}
+	if st.RecoveryPoint > next && st.RecoveryPoint > max(st.LogStartOffset, entries[0].base) {
+		// Everything below the recovery point was fsynced: what is
+		// missing of it was lost to damage after the fact.
+		l.recovery.Damage = append(l.recovery.Damage, errs.Corruptf(ErrCorrupt, segment.LogPath(l.dir, last.base), -1,
+			"the log ends at offset %d, below its checkpointed recovery point %d: offsets %d to %d are lost; the next append gets %d", next, st.RecoveryPoint, next, st.RecoveryPoint-1, next).AtOffset(next))
 	}
 	start := max(st.LogStartOffset, entries[0].base)
 	if start > next {
@@ -217,29 +248,59 @@ func (l *Log) load(st State) error {
 	return nil
 }
 
-// cleanup resolves what a crash left behind, by Kafka's rules (LogLoader):
-// .deleted and .cleaned files go; a .log.swap at or above the smallest
-// .cleaned offset belongs to an unfinished split and goes too; every other
-// .log.swap is complete, so the segments it covers go and it takes its live
-// name; index files without a .log go.
+// cleanup resolves what a crash left behind, by Kafka's rules (LogLoader)
+// made strict about swaps: .deleted and .cleaned files go; a .log.swap at
+// or above the smallest .cleaned offset belongs to a swap whose first step
+// did not finish and goes too; a .log.swap that the swap-commit marker
+// vouches for (see checkSwap) is complete, so the segments it covers go and
+// it takes its live name; any other .log.swap (no marker, a damaged one, a
+// size, checksum or offset range that does not match) is discarded and
+// reported in RecoveryReport.Damage, the live segments kept, and replaced
+// segments of its range that were already renamed .deleted are brought
+// back. Index files without a .log go. The marker goes last, once the
+// renames are durable.
 func (l *Log) cleanup(d *dirListing) error {
-	var swaps []int64
-	for _, b := range d.swaps {
-		if b >= d.minClean {
-			d.junk = append(d.junk, segment.FileName(b, segment.LogSuffix+swapSuffix))
-		} else {
-			swaps = append(swaps, b)
-		}
+	checks, markerErr, err := classifySwaps(l.fs, l.dir, d.swaps, d.minClean)
+	if err != nil {
+		return err
+	}
+	if markerErr != nil {
+		l.recovery.Damage = append(l.recovery.Damage, markerErr)
 	}
 	var renames [][2]string
-	for _, b := range swaps {
+	restore := func(from, to int64) {
+		for x := range d.deleted {
+			if x >= from && x < to && !d.logs[x] {
+				name := segment.FileName(x, segment.LogSuffix)
+				d.junk = slices.DeleteFunc(d.junk, func(n string) bool { return n == name+segment.DeletedSuffix })
+				renames = append(renames, [2]string{name + segment.DeletedSuffix, name})
+				d.logs[x] = true
+			}
+		}
+	}
+	var discarded [][2]int64 // ranges of damaged swaps, to restore from
+	for _, sc := range checks {
+		b := sc.Base
 		name := segment.FileName(b, segment.LogSuffix+swapSuffix)
-		next, err := l.swapEnd(filepath.Join(l.dir, name), b)
-		if err != nil {
-			return err
+		if !sc.Complete {
+			d.junk = append(d.junk, name)
+			if sc.Err != nil {
+				l.recovery.Damage = append(l.recovery.Damage, fmt.Errorf("%w (discarded, the live segments kept)", sc.Err))
+				end := sc.End
+				if end <= b {
+					end = math.MaxInt64
+					for lb := range d.logs {
+						if lb > b && lb < end {
+							end = lb
+						}
+					}
+				}
+				discarded = append(discarded, [2]int64{b, end})
+			}
+			continue
 		}
 		for lb := range d.logs {
-			if lb >= b && lb < max(next, b+1) {
+			if lb >= b && lb < sc.End {
 				d.junk = append(d.junk, segment.FileName(lb, segment.LogSuffix))
 				delete(d.logs, lb)
 				d.junk = append(d.junk, d.indexes[lb]...)
@@ -253,12 +314,26 @@ func (l *Log) cleanup(d *dirListing) error {
 		renames = append(renames, [2]string{name, segment.FileName(b, segment.LogSuffix)})
 		d.logs[b] = true
 	}
+	for _, r := range discarded {
+		restore(r[0], r[1])
+	}
+	if err := l.restoreRenamed(d, restore); err != nil {
+		return err
+	}
+	first, last := int64(math.MaxInt64), int64(-1)
+	for b := range d.logs {
+		first, last = min(first, b), max(last, b)
+	}
 	for b, names := range d.indexes {
 		if !d.logs[b] {
 			d.junk = append(d.junk, names...)
+			if b > first && b < last {
+				// A .log gone from inside the chain: load checks there.
+				d.missing = append(d.missing, b)
+			}
 		}
 	}
-	if len(d.junk) == 0 && len(renames) == 0 {
+	if len(d.junk) == 0 && len(renames) == 0 && !d.marker {
 		return nil
 	}
 	if err := l.beforeWrite(); err != nil {
@@ -280,37 +355,67 @@ func (l *Log) cleanup(d *dirListing) error {
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return fmt.Errorf("log: sync dir %s: %w", l.dir, err)
 	}
+	if !d.marker {
+		return nil
+	}
+	// Every swap it vouched for has its live name now, durably.
+	if err := l.fs.Remove(filepath.Join(l.dir, SwapCommitFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("log: remove %s: %w", filepath.Join(l.dir, SwapCommitFile), err)
+	}
+	l.recovery.FilesRemoved = append(l.recovery.FilesRemoved, SwapCommitFile)
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return fmt.Errorf("log: sync dir %s: %w", l.dir, err)
+	}
 	return nil
 }
 
-// swapEnd returns the offset after the last whole batch of a .swap file
-// (its next offset), walking batch headers. A swap is written and fsynced
-// completely before it is renamed to .swap, so a torn one means something
-// else went wrong; its valid prefix still bounds what it replaces.
-func (l *Log) swapEnd(path string, base int64) (int64, error) {
-	f, err := l.fs.OpenFile(path, os.O_RDONLY, 0)
-	if err != nil {
-		return 0, fmt.Errorf("log: open %s: %w", path, err)
+// restoreRenamed brings back a .log.deleted file that lies inside the live
+// chain of segments (above the first, below the last) and inside no range
+// a swap-commit marker names: no operation of the log leaves one there
+// (retention deletes the oldest segments first, truncation the newest
+// first, and a compaction's replaced segments lie in its marker's ranges),
+// so it is a live segment renamed by damage, and removing it would cost its
+// records. With a damaged marker nothing is brought back (the ranges are
+// unknown, and a replaced segment brought back would overlap its cleaned
+// one); the damage is reported either way.
+func (l *Log) restoreRenamed(d *dirListing, restore func(from, to int64)) error {
+	if len(d.deleted) == 0 || len(d.logs) < 2 {
+		return nil
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return 0, fmt.Errorf("log: stat %s: %w", path, err)
+	first, last := int64(math.MaxInt64), int64(-1)
+	for b := range d.logs {
+		first, last = min(first, b), max(last, b)
 	}
-	next := base
-	var hdr [record.HeaderSize]byte
-	for pos := int64(0); pos+record.HeaderSize <= fi.Size(); {
-		if _, err := f.ReadAt(hdr[:], pos); err != nil && !errors.Is(err, io.EOF) {
-			return 0, fmt.Errorf("log: read %s at %d: %w", path, pos, err)
+	var cs map[int64]swapCommit
+	if d.marker {
+		var err error
+		if cs, err = readSwapCommits(l.fs, l.dir); err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				return err
+			}
+			return nil // reported with the swaps
 		}
-		size, err := record.CheckHeader(hdr[:])
-		if err != nil || pos+int64(size) > fi.Size() {
-			break
-		}
-		next = record.Batch(hdr[:]).LastOffset() + 1
-		pos += int64(size)
 	}
-	return next, nil
+	var xs []int64
+	for x := range d.deleted {
+		if d.logs[x] || x <= first || x >= last {
+			continue
+		}
+		replaced := false
+		for _, c := range cs {
+			replaced = replaced || (x >= c.base && x < c.end)
+		}
+		if !replaced {
+			xs = append(xs, x)
+		}
+	}
+	slices.Sort(xs)
+	for _, x := range xs {
+		restore(x, x+1)
+		l.recovery.Damage = append(l.recovery.Damage, errs.Corruptf(ErrCorrupt, segment.LogPath(l.dir, x)+segment.DeletedSuffix, -1,
+			"a segment inside the log renamed %s (no deletion leaves one there): renamed back", segment.DeletedSuffix))
+	}
+	return nil
 }
 
 // recoverWorkers bounds how many segments of one log recover at once. A
@@ -320,9 +425,13 @@ func (l *Log) swapEnd(path string, base int64) (int64, error) {
 const recoverWorkers = 8
 
 // recover scans the segments from the one holding rp to the end (Kafka's
-// unflushed segments), cutting torn or corrupt tails; a cut, or a gap in
-// the offsets between two scanned segments, removes every later segment,
-// because records after a hole cannot belong to the valid prefix. The
+// unflushed segments), cutting torn or corrupt tails. Unlike Kafka, a cut
+// in a segment with segments after it removes none of them (a log that
+// acknowledges after an fsync sealed the earlier segments first, so they
+// may hold acknowledged records): it is reported, and the hole it leaves
+// is filled like any hole between scanned segments (an empty or all-bad
+// segment after a hole is removed, one overlapping the previous one set
+// aside). The
 // segments are recovered concurrently and judged in order afterwards: work
 // done on a segment that then turns out to follow a cut is thrown away with
 // it. It returns the entries it kept (they are unloaded and fsynced).
@@ -338,7 +447,7 @@ func (l *Log) recover(entries []*segEntry, rp int64) (map[*segEntry]bool, error)
 	}
 	scan := entries[first:]
 	results := make([]segment.RecoverResult, len(scan))
-	errs := make([]error, len(scan))
+	scanErrs := make([]error, len(scan))
 	sem := make(chan struct{}, recoverWorkers)
 	var wg sync.WaitGroup
 	for i, e := range scan {
@@ -347,34 +456,80 @@ func (l *Log) recover(entries []*segEntry, rp int64) (map[*segEntry]bool, error)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			results[i], errs[i] = e.seg.Recover()
+			results[i], scanErrs[i] = e.seg.Recover()
 		}()
 	}
 	wg.Wait()
 
 	kept := map[*segEntry]bool{}
 	var prevNext int64 = -1
+	prevTs := int64(index.NoTimestamp)
+	var lastKept *segEntry
 	for i, e := range scan {
-		if prevNext >= 0 && e.base != prevNext {
-			return kept, l.removeFrom(scan[i:])
-		}
-		if errs[i] != nil {
-			return nil, fmt.Errorf("log: recover %s: %w", e.seg, errs[i])
+		if scanErrs[i] != nil {
+			return nil, fmt.Errorf("log: recover %s: %w", e.seg, scanErrs[i])
 		}
 		res := results[i]
+		if prevNext >= 0 && e.base != prevNext {
+			switch {
+			case res.LastOffset < e.base:
+				if err := l.removeStray(e, prevNext); err != nil {
+					return nil, err
+				}
+				continue
+			case e.base < prevNext:
+				// Offsets the segment before holds already: this one is
+				// no part of the chain (a stray file inside the log).
+				if err := l.setAside(e, fmt.Sprintf("base offset %d lies inside the previous segment, which ends at %d", e.base, prevNext)); err != nil {
+					return nil, err
+				}
+				continue
+			default:
+				l.holeDamage(prevNext, e.base, e.base)
+				if prev := lastKept; prev != nil && prev.base == prevNext {
+					// An empty segment before the hole (an emptied
+					// file): the filler takes its place.
+					delete(kept, prev)
+					lastKept = nil
+					l.tree.Delete(prev)
+					if err := prev.seg.Delete(); err != nil {
+						return nil, fmt.Errorf("log: remove empty %s: %w", prev.seg, err)
+					}
+				}
+				if err := l.fillHole(prevNext, e.base, prevTs); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if res.BytesCut > 0 && res.LastOffset < e.base && i < len(scan)-1 {
+			// Not one valid batch, and segments after it: no torn write
+			// of this log (those hit the segments written last), but a
+			// stray or garbage file. It goes alone.
+			l.recovery.SegmentsScanned++
+			l.recovery.BytesScanned += res.BytesCut
+			if err := l.removeEmpty(e, fmt.Sprintf("not one valid batch in a segment with segments after it (%v)", res.Cause)); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		kept[e] = true
+		lastKept = e
 		l.recovery.SegmentsScanned++
 		l.recovery.BytesScanned += res.ValidBytes + res.BytesCut
 		l.recovery.BytesCut += res.BytesCut
 		prevNext = res.LastOffset + 1
-		if res.BytesCut > 0 {
-			return kept, l.removeFrom(scan[i+1:])
+		prevTs = max(prevTs, res.MaxTimestamp)
+		if res.BytesCut > 0 && i < len(scan)-1 {
+			// Damage in a segment with segments after it: the cut costs
+			// the rest of this segment; the segments after it stay (the
+			// hole before the next is filled below).
+			l.recovery.Damage = append(l.recovery.Damage, fmt.Errorf("%w (cut there: %d bytes, offsets from %d lost up to the next segment)", res.Cause, res.BytesCut, prevNext))
 		}
 	}
 	return kept, nil
 }
 
-// removeFrom deletes the given segments (all after a cut) at open.
+// removeFrom deletes the given segments at open.
 func (l *Log) removeFrom(rest []*segEntry) error {
 	for _, e := range rest {
 		l.tree.Delete(e)

@@ -168,13 +168,20 @@ func (l *Log) readSnapshot(sn *snapshot, limit *mark, offset int64, maxBytes int
 			return v, nil
 		}
 		if !errors.Is(err, segment.ErrOffsetOutOfRange) {
-			return nil, markCorrupt(fmt.Errorf("log: read at offset %d: %w", offset, err))
+			if !errors.Is(err, segment.ErrCorrupt) {
+				return nil, markCorrupt(fmt.Errorf("log: read at offset %d: %w", offset, err))
+			}
+			return l.readDamaged(e, offset, maxBytes, maxPos, l.afterSegment(sn, e), err)
 		}
 		if e.base == limit.segBase {
 			// The batch holding offset ends beyond the visible bytes.
 			return nil, ErrNoData
 		}
-		e = nextEntry(sn, e)
+		n := nextEntry(sn, e)
+		if err := l.checkGap(e, n, offset); err != nil {
+			return nil, err
+		}
+		e = n
 	}
 	return nil, ErrNoData
 }

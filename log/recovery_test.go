@@ -1,7 +1,10 @@
 package log
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/foliolog/folio/errs"
 	"github.com/foliolog/folio/segment"
 	"github.com/foliolog/folio/vfs/faultfs"
 )
@@ -126,9 +130,15 @@ func TestUncleanOpenScansFromRecoveryPoint(t *testing.T) {
 	}
 }
 
-// TestRecoveryCutsAndRemovesLater: a corrupt batch inside a scanned segment
-// cuts it there and removes every later segment.
-func TestRecoveryCutsAndRemovesLater(t *testing.T) {
+// TestRecoveryCutKeepsLaterSegments: a corrupt batch inside a scanned
+// segment that is not the last cuts that segment there (a torn write of
+// the segment being written is cut the same way), and costs no more: the
+// segments after it stay, the offsets between the cut and the next
+// segment are reported and filled, and the next append goes after the
+// real end. (Kafka removes every later segment; a log acknowledging only
+// after an fsync has sealed the earlier segments first, so records after
+// such damage may be acknowledged ones.)
+func TestRecoveryCutKeepsLaterSegments(t *testing.T) {
 	dir := t.TempDir()
 	want, bases, st := buildLog(t, dir, 60)
 	k := 4
@@ -148,26 +158,33 @@ func TestRecoveryCutsAndRemovesLater(t *testing.T) {
 	st.RecoveryPoint = 0
 	l := openT(t, nil, dir, &Options{SegmentBytes: 1024, FlushPolicy: FlushNone}, st)
 	r := l.Recovery()
-	if r.BytesCut != int64(len(data)-second) || r.SegmentsRemoved != len(bases)-k-1 {
-		t.Fatalf("recovery %+v, want %d bytes cut and %d segments removed", r, len(data)-second, len(bases)-k-1)
+	if r.BytesCut != int64(len(data)-second) || r.SegmentsRemoved != 0 || len(r.Damage) != 2 {
+		t.Fatalf("recovery %+v, want %d bytes cut, none removed, the cut and the hole reported", r, len(data)-second)
 	}
-	end := bases[k] + 2 // the first batch of segment k stays
+	cut := bases[k] + 2 // the first batch of segment k stays
+	end := int64(len(want))
 	if l.LogEndOffset() != end {
 		t.Fatalf("log end %d, want %d", l.LogEndOffset(), end)
 	}
-	sameRecs(t, readAll(t, l, 0), want[:end])
-	if n := len(segmentFiles(t, dir, ".log")); n != k+1 {
-		t.Fatalf("%d .log files, want %d", n, k+1)
+	var expect []rec
+	for _, w := range want {
+		if w.offset < cut || w.offset >= bases[k+1] {
+			expect = append(expect, w)
+		}
 	}
+	sameRecs(t, readAll(t, l, 0), expect)
 	if first, _, err := l.Append(makeBatch(t, "n", 0, 1, 10, 1)); err != nil || first != end {
 		t.Fatalf("append after recovery: %d %v", first, err)
 	}
 }
 
-// TestRecoveryRemovesSegmentsAfterAGap: a scanned segment that lost its
-// tail without a torn batch (a power cut can leave exactly that) leaves a
-// hole before the next one, so everything after it goes.
-func TestRecoveryRemovesSegmentsAfterAGap(t *testing.T) {
+// TestRecoveryKeepsSegmentsAfterAHole: a scanned segment that lost its
+// tail without a torn batch (damage, or a power cut under a flush policy
+// that promised nothing) leaves a hole before the next segment. The hole costs exactly its range: it is reported naming the
+// segment after it, filled with empty batches, every record outside it
+// stays readable at its offset, the next append goes right after the real
+// end, and the next open finds the chain whole.
+func TestRecoveryKeepsSegmentsAfterAHole(t *testing.T) {
 	dir := t.TempDir()
 	want, bases, st := buildLog(t, dir, 60)
 	k := 3
@@ -180,13 +197,41 @@ func TestRecoveryRemovesSegmentsAfterAGap(t *testing.T) {
 	if err := os.Truncate(path, int64(first)); err != nil {
 		t.Fatal(err)
 	}
+	// The first batch holds two records.
+	holeFrom, holeTo := bases[k]+2, bases[k+1]
 	st.Clean = false
 	st.RecoveryPoint = bases[k-1]
-	l := openT(t, nil, dir, &Options{SegmentBytes: 1024, FlushPolicy: FlushNone}, st)
-	if r := l.Recovery(); r.BytesCut != 0 || r.SegmentsRemoved != len(bases)-k-1 {
-		t.Fatalf("recovery %+v, want %d segments removed", r, len(bases)-k-1)
+	o := &Options{SegmentBytes: 1024, FlushPolicy: FlushNone}
+	l := openT(t, nil, dir, o, st)
+	r := l.Recovery()
+	if r.SegmentsRemoved != 0 || len(r.Damage) != 1 {
+		t.Fatalf("recovery %+v, want one hole reported and nothing removed", r)
 	}
-	sameRecs(t, readAll(t, l, 0), want[:bases[k]+2])
+	var c *errs.Corruption
+	if !errors.As(r.Damage[0], &c) || c.Path != segment.LogPath(dir, holeTo) || c.Offset != holeFrom ||
+		!strings.Contains(c.Error(), fmt.Sprintf("offsets %d to %d", holeFrom, holeTo-1)) {
+		t.Fatalf("the hole is reported as %v, want offsets %d to %d before %s", r.Damage[0], holeFrom, holeTo-1, segment.LogPath(dir, holeTo))
+	}
+	var expect []rec
+	for _, w := range want {
+		if w.offset < holeFrom || w.offset >= holeTo {
+			expect = append(expect, w)
+		}
+	}
+	sameRecs(t, readAll(t, l, 0), expect)
+	if first, _, err := l.Append(makeBatch(t, "n", 0, 1, 10, 1)); err != nil || first != int64(len(want)) {
+		t.Fatalf("append: %d %v, want offset %d", first, err, len(want))
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st = l.Checkpoint()
+	st.Clean, st.RecoveryPoint = false, 0 // scan everything
+	l = openT(t, nil, dir, o, st)
+	if r := l.Recovery(); len(r.Damage) != 0 || r.SegmentsRemoved != 0 {
+		t.Fatalf("the next open: %+v", r)
+	}
+	sameRecs(t, readAll(t, l, 0)[:len(expect)], expect)
 }
 
 // TestLeftoverFiles resolves what a crash leaves, by Kafka's rules.
@@ -214,6 +259,7 @@ func TestLeftoverFiles(t *testing.T) {
 	swap := append(read(bases[2]), seg3[firstOf3:]...)
 	write(segment.FileName(bases[2], ".log.swap"), swap)
 	write(segment.FileName(bases[2], ".index.swap"), []byte("junk"))
+	write(SwapCommitFile, encodeSwapCommits([]swapCommit{{base: bases[2], end: bases[4], size: int64(len(swap)), crc: crc32.Checksum(swap, castagnoli)}}))
 	// An unfinished split: a .cleaned at segment 6 voids the swap at 7.
 	write(segment.FileName(bases[6], ".log.cleaned"), []byte("partial"))
 	write(segment.FileName(bases[7], ".log.swap"), []byte("not a complete swap"))
@@ -230,11 +276,14 @@ func TestLeftoverFiles(t *testing.T) {
 	r := l.Recovery()
 	slices.Sort(r.FilesRemoved)
 	t.Logf("removed %v", r.FilesRemoved)
+	if len(r.Damage) != 0 {
+		t.Fatalf("damage reported for a complete swap and an unfinished one: %v", r.Damage)
+	}
 	var left []string
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
 		name := e.Name()
-		if strings.Contains(name, ".swap") || strings.Contains(name, ".cleaned") || strings.Contains(name, ".deleted") || strings.Contains(name, ".truncate") {
+		if strings.Contains(name, ".swap") || strings.Contains(name, SwapCommitFile) || strings.Contains(name, ".cleaned") || strings.Contains(name, ".deleted") || strings.Contains(name, ".truncate") {
 			left = append(left, name)
 		}
 	}
@@ -328,5 +377,122 @@ func TestCorruptionIsOneClass(t *testing.T) {
 	}
 	if _, err := l.Read(bases[3], 100); err != nil {
 		t.Fatalf("read of an intact segment after it: %v", err)
+	}
+}
+
+// TestLeftoverSwapMustBeVouchedFor: a .log.swap beside an intact segment
+// replaces it only when the swap-commit marker vouches for it. Empty,
+// garbage, truncated, wrong-checksum and unvouched swaps are discarded
+// (reported as damage naming the file), and every record of the live
+// segment stays readable.
+func TestLeftoverSwapMustBeVouchedFor(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		swap   func(seg []byte) []byte
+		marker func(seg, swap []byte, base, end int64) []byte // nil: no marker
+	}{
+		{name: "empty", swap: func([]byte) []byte { return nil }},
+		{name: "garbage", swap: func(seg []byte) []byte { return bytes.Repeat([]byte("garbage!"), len(seg)/8) }},
+		{name: "truncated prefix", swap: func(seg []byte) []byte { return seg[:len(seg)/2] }},
+		{name: "whole copy, no marker", swap: func(seg []byte) []byte { return seg }},
+		{name: "truncated, marker for the whole", swap: func(seg []byte) []byte { return seg[:len(seg)/2] },
+			marker: func(seg, _ []byte, base, end int64) []byte {
+				return encodeSwapCommits([]swapCommit{{base: base, end: end, size: int64(len(seg)), crc: crc32.Checksum(seg, castagnoli)}})
+			}},
+		{name: "flipped byte, marker for the original", swap: func(seg []byte) []byte {
+			out := slices.Clone(seg)
+			out[len(out)-3] ^= 0x40
+			return out
+		}, marker: func(seg, _ []byte, base, end int64) []byte {
+			return encodeSwapCommits([]swapCommit{{base: base, end: end, size: int64(len(seg)), crc: crc32.Checksum(seg, castagnoli)}})
+		}},
+		{name: "marker's range past the swap's end", swap: func(seg []byte) []byte { return seg },
+			marker: func(seg, swap []byte, base, end int64) []byte {
+				return encodeSwapCommits([]swapCommit{{base: base, end: end + 5, size: int64(len(swap)), crc: crc32.Checksum(swap, castagnoli)}})
+			}},
+		{name: "damaged marker", swap: func(seg []byte) []byte { return seg },
+			marker: func(seg, swap []byte, base, end int64) []byte {
+				m := encodeSwapCommits([]swapCommit{{base: base, end: end, size: int64(len(swap)), crc: crc32.Checksum(swap, castagnoli)}})
+				m[len(m)/2] ^= 1
+				return m
+			}},
+	} {
+		for _, clean := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/clean=%v", tc.name, clean), func(t *testing.T) {
+				dir := t.TempDir()
+				want, bases, st := buildLog(t, dir, 40)
+				seg, err := os.ReadFile(segment.LogPath(dir, bases[2]))
+				if err != nil {
+					t.Fatal(err)
+				}
+				swapName := segment.FileName(bases[2], ".log.swap")
+				swap := tc.swap(seg)
+				if err := os.WriteFile(filepath.Join(dir, swapName), swap, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if tc.marker != nil {
+					if err := os.WriteFile(filepath.Join(dir, SwapCommitFile), tc.marker(seg, swap, bases[2], bases[3]), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				st.Clean = clean
+				l := openT(t, nil, dir, &Options{SegmentBytes: 1024, FlushPolicy: FlushNone}, st)
+				sameRecs(t, readAll(t, l, 0), want)
+				r := l.Recovery()
+				found := false
+				for _, d := range r.Damage {
+					var c *errs.Corruption
+					if errors.Is(d, ErrCorrupt) && errors.As(d, &c) && strings.Contains(c.Path, swapName) {
+						found = true
+					}
+					t.Logf("damage: %v", d)
+				}
+				if !found {
+					t.Fatalf("the discarded swap is not reported as damage naming %s: %v", swapName, r.Damage)
+				}
+				for _, name := range []string{swapName, SwapCommitFile} {
+					if _, err := os.Stat(filepath.Join(dir, name)); !os.IsNotExist(err) {
+						t.Fatalf("%s left behind: %v", name, err)
+					}
+				}
+				if first, _, err := l.Append(makeBatch(t, "n", 0, 1, 10, 1)); err != nil || first != int64(len(want)) {
+					t.Fatalf("append after open: %d %v, want offset %d", first, err, len(want))
+				}
+			})
+		}
+	}
+}
+
+// TestDiscardedSwapRestoresDeleted: when the swap-commit marker vouches for
+// a swap that is damaged afterwards, and the swap had already renamed the
+// segments it replaces to .deleted, Open discards the swap and brings the
+// replaced segments back rather than lose their records.
+func TestDiscardedSwapRestoresDeleted(t *testing.T) {
+	dir := t.TempDir()
+	want, bases, st := buildLog(t, dir, 40)
+	seg, err := os.ReadFile(segment.LogPath(dir, bases[2]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	swap := slices.Clone(seg)
+	m := encodeSwapCommits([]swapCommit{{base: bases[2], end: bases[3], size: int64(len(swap)), crc: crc32.Checksum(swap, castagnoli)}})
+	swap[len(swap)-1] ^= 1 // damaged after the marker vouched for it
+	if err := os.WriteFile(filepath.Join(dir, segment.FileName(bases[2], ".log.swap")), swap, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, SwapCommitFile), m, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, suf := range []string{".log", ".index", ".timeindex"} {
+		name := segment.FileName(bases[2], suf)
+		if err := os.Rename(filepath.Join(dir, name), filepath.Join(dir, name+".deleted")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Clean = false
+	l := openT(t, nil, dir, &Options{SegmentBytes: 1024, FlushPolicy: FlushNone}, st)
+	sameRecs(t, readAll(t, l, 0), want)
+	if len(l.Recovery().Damage) == 0 {
+		t.Fatal("no damage reported")
 	}
 }

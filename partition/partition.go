@@ -88,6 +88,9 @@ func Open(fsys vfs.FS, dir string, in topic.Info, index int32, st log.State, opt
 			"segmentsScanned", rec.SegmentsScanned, "bytesScanned", rec.BytesScanned,
 			"bytesCut", rec.BytesCut, "segmentsRemoved", rec.SegmentsRemoved, "filesRemoved", rec.FilesRemoved)
 	}
+	for _, d := range l.Recovery().Damage {
+		o.Logger.Warn("partition: damage found at open", "topic", in.Name, "partition", index, "error", d)
+	}
 	cfg := in.Config.WithDefaults()
 	p := &Partition{
 		topic: in.Name, id: in.ID, index: index, cfg: cfg, log: l,

@@ -427,6 +427,15 @@ func (c *cursor) locate(offset int64) (pos int64, h record.Batch, found bool, er
 		return true
 	})
 	if err != nil {
+		if e2, ok := c.f.off.UpperBound(offset); ok && errors.Is(err, ErrCorrupt) && s.entryMatches(c.sc, e2) {
+			// Damage between the entry before offset and offset: the
+			// batch the next entry points at holds offset when it starts
+			// at or below it (batches after damage stay readable where
+			// the sparse index knows them).
+			if h, herr := c.sc.header(e2.Position); herr == nil && h.BaseOffset() <= offset && e2.Position > start {
+				return e2.Position, h, true, nil
+			}
+		}
 		return 0, nil, false, err
 	}
 	return pos, hit, hit != nil, nil

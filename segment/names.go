@@ -20,6 +20,11 @@ const (
 	// TruncateTo). A crash can leave it behind; it is never authoritative
 	// and the log removes it at startup (Recover removes it too).
 	TruncateSuffix = ".truncate"
+	// StraySuffix is appended to each file's name of a segment that the
+	// log found to be no part of it (one starting beyond the end of a log
+	// closed cleanly) and set aside rather than adopt or delete it. The
+	// log never reads such files again.
+	StraySuffix = ".stray"
 )
 
 // baseDigits is the width of the zero-padded base offset in file names.

@@ -239,3 +239,99 @@ func TestTornMiddleSegment(t *testing.T) {
 		t.Errorf("verify:\n%s", r.stdout)
 	}
 }
+
+// TestLeftoverSwapIsAProblem: a .log.swap beside an intact segment that no
+// swap-commit marker vouches for (here a truncated copy of the segment) is
+// a problem verify names, not a note; after a writing open the live
+// segment is kept whole, the swap is gone and verify is clean.
+func TestLeftoverSwapIsAProblem(t *testing.T) {
+	dir := t.TempDir()
+	const n = 300
+	long := strings.Repeat("y", 200)
+	fill(t, dir, "s", folio.TopicConfig{SegmentBytes: 16 << 10, Flush: folio.FlushNone}, n, func(i int) string { return "v" + strconv.Itoa(i) + long })
+	pdir := filepath.Join(dir, topic.DirName("s", 0))
+	bases := segmentFiles(t, pdir)
+	if len(bases) < 3 {
+		t.Fatalf("%d segments; the test needs 3", len(bases))
+	}
+	data, err := os.ReadFile(segment.LogPath(pdir, bases[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	swap := filepath.Join(pdir, segment.FileName(bases[1], ".log.swap"))
+	if err := os.WriteFile(swap, data[:len(data)/3], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := fails(t, 1, []string{"corrupt", swap}, "", "verify", "-dir", dir)
+	if !regexp.MustCompile(`(?m)^PROBLEM ` + regexp.QuoteMeta(swap) + `: .*swap-commit marker`).MatchString(r.stdout) {
+		t.Errorf("verify does not report the leftover swap as a problem naming it:\n%s", r.stdout)
+	}
+	// A writing open (produce) keeps the live segment, drops the swap and
+	// warns naming it.
+	if r := cli(t, "last\n", "produce", "-dir", dir, "-topic", "s", "-partition", "0"); r.code != 0 ||
+		!strings.Contains(r.stderr, "WARN") || !strings.Contains(r.stderr, swap) || !strings.Contains(r.stderr, "discarded") {
+		t.Fatalf("produce: exit %d, stderr %q; want a warning naming the discarded swap", r.code, r.stderr)
+	}
+	got := lines(ok(t, "", "consume", "-dir", dir, "-topic", "s", "-e", "-f", `%o\n`))
+	if len(got) != n+1 || got[n] != strconv.Itoa(n) {
+		t.Fatalf("after the open: %d records (last %q), want %d, the last at offset %d", len(got), got[len(got)-1], n+1, n)
+	}
+	if _, err := os.Stat(swap); !os.IsNotExist(err) {
+		t.Fatalf("the swap survived the open: %v", err)
+	}
+	ok(t, "", "verify", "-dir", dir)
+}
+
+// TestHoleAndStraySegment: a segment deleted from the middle of a
+// partition and a zero-filled segment past its end are problems verify
+// names with the range they cost; a writing open after an unclean
+// shutdown fills the hole, removes the stray, keeps every other record at
+// its offset, appends right after the real end, and verify is clean
+// afterwards.
+func TestHoleAndStraySegment(t *testing.T) {
+	dir := t.TempDir()
+	const n = 300
+	long := strings.Repeat("y", 200)
+	fill(t, dir, "h", folio.TopicConfig{SegmentBytes: 16 << 10, Flush: folio.FlushNone}, n, func(i int) string { return "v" + strconv.Itoa(i) + long })
+	pdir := filepath.Join(dir, topic.DirName("h", 0))
+	bases := segmentFiles(t, pdir)
+	if len(bases) < 4 {
+		t.Fatalf("%d segments; the test needs 4", len(bases))
+	}
+	for _, suf := range []string{".log", ".index", ".timeindex"} {
+		if err := os.Remove(filepath.Join(pdir, segment.FileName(bases[1], suf))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stray := filepath.Join(pdir, segment.FileName(99999, ".log"))
+	if err := os.WriteFile(stray, make([]byte, 4096), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := fails(t, 1, []string{"corrupt"}, "", "verify", "-dir", dir)
+	hole := fmt.Sprintf("PROBLEM %s: offsets %d to %d are missing", segment.LogPath(pdir, bases[2]), bases[1], bases[2]-1)
+	if !strings.Contains(r.stdout, hole) || !strings.Contains(r.stdout, "PROBLEM "+stray) {
+		t.Errorf("verify does not name the hole (%q) and the stray:\n%s", hole, r.stdout)
+	}
+	// An unclean shutdown: a writing open scans every segment.
+	if err := os.Remove(filepath.Join(dir, folio.CleanShutdownFile)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, folio.CheckpointFile)); err != nil {
+		t.Fatal(err)
+	}
+	if r := cli(t, "last\n", "produce", "-dir", dir, "-topic", "h", "-partition", "0"); r.code != 0 ||
+		!strings.Contains(r.stderr, segment.FileName(bases[2], ".log")) || !strings.Contains(r.stderr, stray) {
+		t.Fatalf("produce: exit %d, stderr %q; want warnings naming the hole and the stray", r.code, r.stderr)
+	}
+	got := lines(ok(t, "", "consume", "-dir", dir, "-topic", "h", "-e", "-f", `%o\n`))
+	var want []string
+	for i := int64(0); i <= n; i++ {
+		if i < bases[1] || i >= bases[2] {
+			want = append(want, strconv.FormatInt(i, 10))
+		}
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("after the open: offsets %v\nwant %v", got, want)
+	}
+	ok(t, "", "verify", "-dir", dir)
+}

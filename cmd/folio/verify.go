@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/foliolog/folio"
 	"github.com/foliolog/folio/index"
+	folog "github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/segment"
 	"github.com/foliolog/folio/topic"
@@ -121,11 +123,24 @@ func (v *verifier) dataDir(dir, only string) error {
 			v.note(fmt.Sprintf("%s: not a partition of a topic in the catalog (a leftover of an interrupted create or delete, removed at the next open, or a foreign file)", filepath.Join(dir, s)))
 		}
 	}
+	// The recovery points of a clean shutdown are the logs' ends; a
+	// damaged checkpoint is reported above and checks nothing here.
+	ends := map[string]int64{}
+	if v.clean {
+		ckpt, _ := folio.ReadCheckpoint(dir)
+		for _, e := range ckpt {
+			ends[fmt.Sprintf("%v/%d", e.TopicID, e.Partition)] = e.RecoveryPoint
+		}
+	}
 	for _, in := range topics {
 		v.topics++
 		for p := int32(0); p < in.Config.Partitions; p++ {
 			v.partitions++
-			if err := v.partition(d.partitionDir(in.Name, p), max(int(in.Config.MaxMessageBytes), defaultMaxBatch)); err != nil {
+			end, ok := ends[fmt.Sprintf("%v/%d", in.ID, p)]
+			if !ok {
+				end = -1
+			}
+			if err := v.partition(d.partitionDir(in.Name, p), max(int(in.Config.MaxMessageBytes), defaultMaxBatch), end); err != nil {
 				return err
 			}
 		}
@@ -134,8 +149,11 @@ func (v *verifier) dataDir(dir, only string) error {
 }
 
 // partition checks one partition directory: its files, then each segment,
-// and that segments do not overlap.
-func (v *verifier) partition(dir string, maxBatch int) error {
+// and the chain of offsets: segments neither overlap nor leave a hole
+// (offsets are contiguous from segment to segment; compaction makes gaps
+// inside segments only), and, in a directory closed cleanly, the log ends
+// where its checkpoint says (cleanEnd; -1 when unknown).
+func (v *verifier) partition(dir string, maxBatch int, cleanEnd int64) error {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		v.problem(fmt.Sprintf("%s: partition directory missing (the catalog names it)", dir))
@@ -145,15 +163,43 @@ func (v *verifier) partition(dir string, maxBatch int) error {
 		return err
 	}
 	logs := map[int64]bool{}
+	marker := false // a compaction swap under way (or cut short) explains .deleted files
 	for _, e := range entries {
+		marker = marker || e.Name() == folog.SwapCommitFile
 		if base, suffix, ok := segment.ParseFileName(e.Name()); ok && suffix == segment.LogSuffix {
 			logs[base] = true
 		}
 	}
+	swaps, markerErr, err := folog.CheckSwaps(nil, dir)
+	if err != nil {
+		return err
+	}
+	if markerErr != nil {
+		v.problem(fmt.Sprintf("%v (the next open discards every .log.swap and keeps the live segments)", markerErr))
+	}
+	swapDone := map[string]bool{}
+	for _, sc := range swaps {
+		swapDone[filepath.Base(sc.Path)] = true
+		switch {
+		case sc.Complete:
+			v.note(fmt.Sprintf("%s: a finished compaction swap of offsets %d to %d (installed at the next open)", sc.Path, sc.Base, sc.End-1))
+		case sc.Unfinished:
+			v.note(fmt.Sprintf("%s: left by an interrupted compaction (removed at the next open)", sc.Path))
+		default:
+			v.problem(fmt.Sprintf("%v (the next open discards it and keeps the live segments)", sc.Err))
+		}
+	}
 	for _, e := range entries {
+		if swapDone[e.Name()] {
+			continue
+		}
 		base, suffix, ok := segment.ParseFileName(e.Name())
 		p := filepath.Join(dir, e.Name())
 		switch {
+		case e.Name() == folog.SwapCommitFile, e.Name() == folog.SwapCommitFile+".tmp":
+			if len(swaps) == 0 {
+				v.note(fmt.Sprintf("%s: left by a finished or interrupted compaction swap (removed at the next open)", p))
+			}
 		case !ok:
 			v.note(fmt.Sprintf("%s: not a segment file", p))
 		case suffix == segment.LogSuffix:
@@ -161,6 +207,10 @@ func (v *verifier) partition(dir string, maxBatch int) error {
 			if !logs[base] {
 				v.note(fmt.Sprintf("%s: index without its .log (removed at the next open)", p))
 			}
+		case strings.HasSuffix(suffix, segment.StraySuffix):
+			v.note(fmt.Sprintf("%s: set aside by an open as no part of the log (kept for inspection; the log never reads it)", p))
+		case suffix == segment.LogSuffix+segment.DeletedSuffix && !marker && len(logs) > 0 && base > minKey(logs) && base < maxKey(logs):
+			v.problem(fmt.Sprintf("%s: a segment inside the log renamed .deleted (no deletion leaves one there; the next open renames it back)", p))
 		case strings.HasSuffix(suffix, segment.DeletedSuffix), strings.HasSuffix(suffix, ".cleaned"),
 			strings.HasSuffix(suffix, ".swap"), strings.HasSuffix(suffix, segment.TruncateSuffix):
 			v.note(fmt.Sprintf("%s: left by an interrupted delete, compaction or truncation (resolved at the next open)", p))
@@ -173,15 +223,31 @@ func (v *verifier) partition(dir string, maxBatch int) error {
 		return err
 	}
 	prevEnd := int64(-1)
+	prevWhole := true // the previous segment's end is known: no damage cut its valid prefix short
 	for i, base := range bases {
 		v.segments++
 		if base < prevEnd {
 			v.problem(fmt.Sprintf("%s: base offset %d overlaps the previous segment, which ends at offset %d",
 				segment.LogPath(dir, base), base, prevEnd))
 		}
-		end, err := v.segment(dir, base, i == len(bases)-1, maxBatch)
+		if i > 0 && base > prevEnd && prevWhole {
+			v.problem(fmt.Sprintf("%s: offsets %d to %d are missing: the previous segment ends at offset %d, this one starts at %d (the next open fills the hole; its records are lost)",
+				segment.LogPath(dir, base), prevEnd, base-1, prevEnd, base))
+		}
+		end, whole, err := v.segment(dir, base, i == len(bases)-1, maxBatch)
 		if err != nil {
 			return err
+		}
+		prevWhole = whole
+		if i == len(bases)-1 && cleanEnd >= 0 && whole {
+			switch {
+			case end < cleanEnd:
+				v.problem(fmt.Sprintf("%s: the log ends at offset %d, below the end %d its clean shutdown checkpointed: offsets %d to %d are lost",
+					segment.LogPath(dir, base), end, cleanEnd, end, cleanEnd-1))
+			case end > base && base >= cleanEnd && i > 0:
+				v.problem(fmt.Sprintf("%s: holds offsets %d to %d, beyond the end %d the log had at its clean shutdown (not part of the log: the next open sets it aside)",
+					segment.LogPath(dir, base), base, end-1, cleanEnd))
+			}
 		}
 		prevEnd = max(prevEnd, end)
 	}
@@ -197,16 +263,18 @@ func (v *verifier) partition(dir string, maxBatch int) error {
 // write a crash left, which recovery cuts) and index entries pointing past
 // the last batch (index pages written back before log pages; recovery
 // rebuilds the indexes). Those are notes there and problems anywhere else.
+// whole reports that the valid prefix is the whole .log (so end is where
+// the segment ends, not where damage cut it short).
 // Index entries pointing past damage in the .log are that damage's
 // consequence, noted once per file rather than reported one by one.
-func (v *verifier) segment(dir string, base int64, last bool, maxBatch int) (int64, error) {
+func (v *verifier) segment(dir string, base int64, last bool, maxBatch int) (end int64, whole bool, err error) {
 	logPath := segment.LogPath(dir, base)
 	rep, err := segment.Verify(nil, dir, base)
 	if errors.Is(err, fs.ErrNotExist) {
-		return base, nil // deleted by a live Broker's retention since the listing
+		return base, false, nil // deleted by a live Broker's retention since the listing
 	}
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	v.batches += int64(rep.Batches)
 	v.entries += int64(rep.OffsetEntries + rep.TimeEntries)
@@ -247,9 +315,9 @@ func (v *verifier) segment(dir string, base int64, last bool, maxBatch int) (int
 		}
 	}
 	if err := v.decodeRecords(logPath, base, rep.ValidBytes, maxBatch); err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	return rep.LastOffset + 1, nil
+	return rep.LastOffset + 1, rep.ValidBytes == rep.LogBytes, nil
 }
 
 // tornTail returns the position of an incomplete batch that ends the .log
@@ -379,4 +447,20 @@ func (v *verifier) decodeRecords(logPath string, base, validBytes int64, maxBatc
 		}
 	}
 	return nil
+}
+
+func minKey(m map[int64]bool) int64 {
+	out := int64(math.MaxInt64)
+	for k := range m {
+		out = min(out, k)
+	}
+	return out
+}
+
+func maxKey(m map[int64]bool) int64 {
+	out := int64(math.MinInt64)
+	for k := range m {
+		out = max(out, k)
+	}
+	return out
 }

@@ -1,0 +1,266 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"path/filepath"
+
+	"github.com/foliolog/folio/errs"
+	"github.com/foliolog/folio/index"
+	"github.com/foliolog/folio/record"
+	"github.com/foliolog/folio/segment"
+)
+
+// The offsets of a log are contiguous from segment to segment: a roll
+// starts the next segment at the log end, retention deletes the oldest
+// segments first, truncation the newest first, and a cleaned segment keeps
+// its last batch so that it ends where the next begins. Open checks that
+// chain where it reads segments anyway (see chain checks in load and
+// recover); what breaks it is damage, and Open repairs it so that the log
+// keeps every record it still holds, the next append goes right after the
+// real end, and the finding is reported once (RecoveryReport.Damage):
+//
+//   - a segment after a hole, or inside the previous one's range, that
+//     holds no record (an empty or zero-filled stray file) is removed: it
+//     holds nothing; one inside the previous one's range that holds
+//     records is set aside (renamed with segment.StraySuffix);
+//   - on a clean open, a segment that starts beyond the end the clean
+//     shutdown checkpointed is no part of the log: removed if it holds no
+//     record, otherwise its files are set aside (renamed with
+//     segment.StraySuffix), not adopted;
+//   - any other hole (a segment deleted, emptied or renamed away in the
+//     middle) costs exactly its range: the segments after it are kept, and
+//     the range is filled with empty batches in a segment of its own, as a
+//     compaction leaves batches without records, so that readers pass over
+//     it and the next open and verify find the chain whole.
+
+// holeDamage reports offsets [from, to) missing before the segment at
+// base.
+func (l *Log) holeDamage(from, to, base int64) {
+	l.recovery.Damage = append(l.recovery.Damage, errs.Corruptf(ErrCorrupt, segment.LogPath(l.dir, base), -1,
+		"offsets %d to %d are missing before this segment (the previous one ends at %d): the range is lost, filled with empty batches", from, to-1, from).AtOffset(from))
+}
+
+// removeStray deletes a segment that holds no record and starts beyond the
+// end of the one before it.
+func (l *Log) removeStray(e *segEntry, prevNext int64) error {
+	return l.removeEmpty(e, fmt.Sprintf("a segment holding no record, past the end (%d) of the log before it", prevNext))
+}
+
+// removeEmpty deletes a segment that holds no valid batch, saying why it
+// is no part of the log.
+func (l *Log) removeEmpty(e *segEntry, why string) error {
+	if err := l.beforeWrite(); err != nil {
+		return err
+	}
+	l.tree.Delete(e)
+	l.caps.forget(&e.capEntry)
+	if err := e.seg.Delete(); err != nil {
+		return fmt.Errorf("log: remove stray %s: %w", e.seg, err)
+	}
+	l.recovery.SegmentsRemoved++
+	l.recovery.Damage = append(l.recovery.Damage, errs.Corruptf(ErrCorrupt, segment.LogPath(l.dir, e.base), -1, "%s: removed", why))
+	return nil
+}
+
+// setAside renames the files of a segment that is no part of the log with
+// segment.StraySuffix and drops it from the tree.
+func (l *Log) setAside(e *segEntry, why string) error {
+	if err := l.beforeWrite(); err != nil {
+		return err
+	}
+	l.tree.Delete(e)
+	l.caps.forget(&e.capEntry)
+	if err := e.seg.Close(); err != nil {
+		return fmt.Errorf("log: close stray %s: %w", e.seg, err)
+	}
+	for _, suf := range segSuffixes {
+		name := filepath.Join(l.dir, segment.FileName(e.base, suf))
+		if err := l.fs.Rename(name, name+segment.StraySuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("log: set aside %s: %w", name, err)
+		}
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return fmt.Errorf("log: sync dir %s: %w", l.dir, err)
+	}
+	l.recovery.SegmentsRemoved++
+	l.recovery.Damage = append(l.recovery.Damage, errs.Corruptf(ErrCorrupt, segment.LogPath(l.dir, e.base), -1,
+		"%s: set aside as %s", why, segment.FileName(e.base, segment.LogSuffix+segment.StraySuffix)))
+	return nil
+}
+
+// fillHole writes segments at from holding empty batches (no records)
+// that cover the offsets [from, to), durably, and puts them in the tree,
+// unloaded. ts is the time the batches carry (log-append time), the
+// previous segment's largest, so that time retention treats them as it
+// does their neighbours.
+func (l *Log) fillHole(from, to, ts int64) error {
+	if err := l.beforeWrite(); err != nil {
+		return err
+	}
+	bld, err := record.NewBuilder(nil)
+	if err != nil {
+		return err
+	}
+	var buf []byte
+	for base := from; base < to; {
+		n := min(to-base, math.MaxInt32) // one batch, relative offsets within int32
+		seg, err := segment.Create(l.fs, l.dir, base, &l.segOpts)
+		if err != nil {
+			return fmt.Errorf("log: fill offsets %d to %d: %w", from, to-1, err)
+		}
+		bld.Reset()
+		bld.BaseOffset = base
+		bld.ProducerID, bld.ProducerEpoch, bld.BaseSequence = -1, -1, -1
+		bld.LogAppendTime, bld.AppendTime = true, max(ts, 0)
+		err = bld.SetLastOffsetDelta(int32(n - 1))
+		if err == nil {
+			buf, err = bld.Build(buf)
+		}
+		if err == nil {
+			_, err = seg.Append(record.Batch(buf))
+		}
+		if err == nil {
+			err = seg.Seal()
+		}
+		if cerr := seg.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("log: fill offsets %d to %d: %w", from, to-1, err)
+		}
+		seg, err = segment.Open(l.fs, l.dir, base, &l.segOpts)
+		if err != nil {
+			return fmt.Errorf("log: fill offsets %d to %d: %w", from, to-1, err)
+		}
+		l.tree.ReplaceOrInsert(l.newEntry(seg))
+		base += n
+	}
+	return nil
+}
+
+// checkTail checks the end of a cleanly closed log against the end its
+// clean shutdown checkpointed (rp: the recovery point of a clean close is
+// the log end), loading only the last segment. A segment starting at or
+// past rp is no part of the log, except an empty one starting exactly
+// there (the segment a roll had just begun): one holding no record is
+// removed, one holding records is set aside. With rp unknown (0) the last
+// segment is checked against the one before it instead. It returns the
+// entries, ascending, as they are afterwards.
+func (l *Log) checkTail(entries []*segEntry, rp int64) ([]*segEntry, error) {
+	for len(entries) >= 2 {
+		last := entries[len(entries)-1]
+		if err := l.loadLast(last, nil); err != nil {
+			return nil, err
+		}
+		next, err := last.seg.NextOffset()
+		if err != nil {
+			return nil, fmt.Errorf("log: %w", err)
+		}
+		empty := next == last.base
+		if rp <= 0 {
+			return l.checkLastPair(entries, empty)
+		}
+		if last.base < rp || (empty && last.base == rp) {
+			return entries, nil // part of the log the clean shutdown left
+		}
+		if empty {
+			err = l.removeStray(last, rp)
+		} else {
+			err = l.setAside(last, fmt.Sprintf("holds offsets %d to %d, beyond the end (%d) the log had at its clean shutdown", last.base, next-1, rp))
+		}
+		if err != nil {
+			return nil, err
+		}
+		entries = entries[:len(entries)-1]
+	}
+	return entries, nil
+}
+
+// checkLastPair checks the last segment against the one before it (which
+// it loads): an empty one after a hole or inside the previous range is
+// removed, one holding records inside it set aside, a hole before one
+// holding records filled.
+func (l *Log) checkLastPair(entries []*segEntry, empty bool) ([]*segEntry, error) {
+	last, prev := entries[len(entries)-1], entries[len(entries)-2]
+	l.caps.acquire(&prev.capEntry)
+	prevNext, err := prev.seg.NextOffset()
+	ts := int64(index.NoTimestamp)
+	if err == nil {
+		ts, err = prev.seg.MaxTimestamp()
+	}
+	l.caps.release(&prev.capEntry)
+	if errors.Is(err, segment.ErrCorrupt) || (err == nil && last.base == prevNext) {
+		return entries, nil // contiguous, or damage the read path reports where it is
+	}
+	if err != nil {
+		return nil, fmt.Errorf("log: %w", err)
+	}
+	switch {
+	case empty:
+		err = l.removeStray(last, prevNext)
+	case last.base < prevNext:
+		err = l.setAside(last, fmt.Sprintf("base offset %d lies inside the previous segment, which ends at %d", last.base, prevNext))
+	default:
+		l.holeDamage(prevNext, last.base, last.base)
+		err = l.fillHole(prevNext, last.base, ts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	entries = entries[:0]
+	l.tree.Ascend(func(e *segEntry) bool {
+		entries = append(entries, e)
+		return true
+	})
+	return entries, nil
+}
+
+// checkMissing checks the chain around each base whose .log is gone from
+// inside the log (its index files were left): the segment before it
+// against the one after, filling a hole. It returns the entries as they
+// are afterwards.
+func (l *Log) checkMissing(bases []int64) ([]*segEntry, error) {
+	for _, x := range bases {
+		var prev, next *segEntry
+		l.tree.DescendLessOrEqual(&segEntry{base: x}, func(e *segEntry) bool {
+			prev = e
+			return false
+		})
+		l.tree.AscendGreaterOrEqual(&segEntry{base: x}, func(e *segEntry) bool {
+			next = e
+			return false
+		})
+		if prev == nil || next == nil || prev.base == x || next.base == x {
+			continue
+		}
+		l.caps.acquire(&prev.capEntry)
+		prevNext, err := prev.seg.NextOffset()
+		ts := int64(index.NoTimestamp)
+		if err == nil {
+			ts, err = prev.seg.MaxTimestamp()
+		}
+		l.caps.release(&prev.capEntry)
+		if errors.Is(err, segment.ErrCorrupt) {
+			continue // the read path reports it where it is
+		}
+		if err != nil {
+			return nil, fmt.Errorf("log: %w", err)
+		}
+		if next.base <= prevNext {
+			continue
+		}
+		l.holeDamage(prevNext, next.base, next.base)
+		if err := l.fillHole(prevNext, next.base, ts); err != nil {
+			return nil, err
+		}
+	}
+	var entries []*segEntry
+	l.tree.Ascend(func(e *segEntry) bool {
+		entries = append(entries, e)
+		return true
+	})
+	return entries, nil
+}

@@ -1,0 +1,168 @@
+package log
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/foliolog/folio/errs"
+	"github.com/foliolog/folio/segment"
+)
+
+// damageNaming fails the test unless r reports damage, matching
+// ErrCorrupt, in the file named name.
+func damageNaming(t *testing.T, r RecoveryReport, name string) {
+	t.Helper()
+	for _, d := range r.Damage {
+		var c *errs.Corruption
+		if errors.Is(d, ErrCorrupt) && errors.As(d, &c) && filepath.Base(c.Path) == name {
+			t.Logf("damage: %v", d)
+			return
+		}
+	}
+	t.Fatalf("no damage reported naming %s: %+v", name, r)
+}
+
+// TestStraySegmentPastTheEnd: a segment file past the log end is not
+// adopted. A zero-filled or empty one holds nothing and is removed (clean
+// and unclean open); one holding valid records beyond the end a clean
+// shutdown checkpointed is set aside. Either way the log end stays, the
+// next append goes right after the real end, and the next open is quiet.
+func TestStraySegmentPastTheEnd(t *testing.T) {
+	const strayBase = 99999
+	for _, tc := range []struct {
+		name  string
+		data  func(t *testing.T) []byte
+		clean bool
+		left  string // the file the stray leaves, "" for none
+	}{
+		{name: "zero-filled clean", data: func(*testing.T) []byte { return make([]byte, 4096) }, clean: true},
+		{name: "zero-filled unclean", data: func(*testing.T) []byte { return make([]byte, 4096) }},
+		{name: "empty clean", data: func(*testing.T) []byte { return nil }, clean: true},
+		{name: "empty unclean", data: func(*testing.T) []byte { return nil }},
+		{name: "valid records clean", clean: true, left: segment.FileName(strayBase, ".log.stray"), data: func(t *testing.T) []byte {
+			b := makeBatch(t, "stray", 0, 3, 20, 1)
+			binary.BigEndian.PutUint64(b[0:], strayBase) // outside the CRC
+			return b
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			want, _, st := buildLog(t, dir, 40)
+			name := segment.FileName(strayBase, ".log")
+			if err := os.WriteFile(filepath.Join(dir, name), tc.data(t), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			st.Clean = tc.clean
+			if !tc.clean {
+				st.RecoveryPoint = 0
+			}
+			o := &Options{SegmentBytes: 1024, FlushPolicy: FlushNone}
+			l := openT(t, nil, dir, o, st)
+			damageNaming(t, l.Recovery(), name)
+			if l.LogEndOffset() != int64(len(want)) {
+				t.Fatalf("log end %d, want %d", l.LogEndOffset(), len(want))
+			}
+			sameRecs(t, readAll(t, l, 0), want)
+			if first, _, err := l.Append(makeBatch(t, "n", 0, 1, 10, 1)); err != nil || first != int64(len(want)) {
+				t.Fatalf("append: %d %v, want offset %d", first, err, len(want))
+			}
+			if _, err := os.Stat(filepath.Join(dir, name)); !os.IsNotExist(err) {
+				t.Fatalf("the stray is still a segment: %v", err)
+			}
+			if tc.left != "" {
+				if _, err := os.Stat(filepath.Join(dir, tc.left)); err != nil {
+					t.Fatalf("the stray's records were not set aside: %v", err)
+				}
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			l = openT(t, nil, dir, o, l.Checkpoint())
+			if r := l.Recovery(); len(r.Damage) != 0 {
+				t.Fatalf("the next open reports damage again: %v", r.Damage)
+			}
+			if l.LogEndOffset() != int64(len(want))+1 {
+				t.Fatalf("log end %d after reopening", l.LogEndOffset())
+			}
+		})
+	}
+}
+
+// TestMiddleSegmentRenamedDeleted: a segment in the middle of the log
+// renamed .deleted (no deletion of the log leaves one there) is brought
+// back, not removed with the leftovers: every record stays.
+func TestMiddleSegmentRenamedDeleted(t *testing.T) {
+	for _, clean := range []bool{true, false} {
+		t.Run(fmt.Sprintf("clean=%v", clean), func(t *testing.T) {
+			dir := t.TempDir()
+			want, bases, st := buildLog(t, dir, 40)
+			name := segment.FileName(bases[2], ".log")
+			if err := os.Rename(filepath.Join(dir, name), filepath.Join(dir, name+".deleted")); err != nil {
+				t.Fatal(err)
+			}
+			st.Clean = clean
+			l := openT(t, nil, dir, &Options{SegmentBytes: 1024, FlushPolicy: FlushNone}, st)
+			damageNaming(t, l.Recovery(), name+".deleted")
+			sameRecs(t, readAll(t, l, 0), want)
+		})
+	}
+}
+
+// TestMiddleSegmentMissing: a segment deleted or emptied in the middle of a
+// log that an unclean open scans, or whose .log is deleted (its index
+// files left) before a clean open, costs exactly its offsets: the hole is
+// reported naming the segment after it, the segments after it stay, the
+// next append goes right after the real end, and the next open, scanning
+// everything, finds the chain whole.
+func TestMiddleSegmentMissing(t *testing.T) {
+	for _, how := range []string{"deleted", "emptied", "deleted before a clean open"} {
+		t.Run(how, func(t *testing.T) {
+			dir := t.TempDir()
+			want, bases, st := buildLog(t, dir, 40)
+			path := segment.LogPath(dir, bases[2])
+			var err error
+			if how == "emptied" {
+				err = os.Truncate(path, 0)
+			} else {
+				err = os.Remove(path)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if how != "deleted before a clean open" {
+				st.Clean, st.RecoveryPoint = false, 0
+			}
+			o := &Options{SegmentBytes: 1024, FlushPolicy: FlushNone}
+			l := openT(t, nil, dir, o, st)
+			damageNaming(t, l.Recovery(), filepath.Base(segment.LogPath(dir, bases[3])))
+			if d := l.Recovery().Damage[0].Error(); !strings.Contains(d, fmt.Sprintf("offsets %d to %d", bases[2], bases[3]-1)) {
+				t.Fatalf("the hole is reported as %q", d)
+			}
+			var expect []rec
+			for _, w := range want {
+				if w.offset < bases[2] || w.offset >= bases[3] {
+					expect = append(expect, w)
+				}
+			}
+			sameRecs(t, readAll(t, l, 0), expect)
+			if first, _, err := l.Append(makeBatch(t, "n", 0, 1, 10, 1)); err != nil || first != int64(len(want)) {
+				t.Fatalf("append: %d %v, want offset %d", first, err, len(want))
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			st = l.Checkpoint()
+			st.Clean, st.RecoveryPoint = false, 0
+			l = openT(t, nil, dir, o, st)
+			if r := l.Recovery(); len(r.Damage) != 0 || r.SegmentsRemoved != 0 {
+				t.Fatalf("the next open: %+v", r)
+			}
+			sameRecs(t, readAll(t, l, 0)[:len(expect)], expect)
+		})
+	}
+}
