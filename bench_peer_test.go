@@ -3,12 +3,18 @@ package folio
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/foliolog/folio/log"
+	"github.com/foliolog/folio/record"
 )
 
 // Benchmarks shaped like peerbench's workloads (github.com/foliolog's
@@ -95,8 +101,37 @@ func (u usage) report(b *testing.B, ops int) {
 	b.ReportMetric(float64(flt-u.minflt)/float64(ops), "minflt/op")
 }
 
+// countBatches returns how many RecordBatches the .log files under dir
+// hold.
+func countBatches(b *testing.B, dir string) int {
+	n := 0
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".log") {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for len(data) > 0 {
+			_, rest, err := record.Parse(data)
+			if err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			data = rest
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return n
+}
+
 func BenchmarkPeerAppend(b *testing.B) {
-	br := openT(b, b.TempDir(), &Options{CheckpointInterval: -1})
+	dir := b.TempDir()
+	br := openT(b, dir, &Options{CheckpointInterval: -1})
 	createTopicT(b, br, "peer", TopicConfig{Partitions: 1, Flush: FlushNone})
 	p := producerT(b, br, nil)
 	peerAppend(b, p, 0, peerBatch) // the producer id and the first segment
@@ -108,6 +143,11 @@ func BenchmarkPeerAppend(b *testing.B) {
 	peerAppend(b, p, peerBatch, peerBatch+n)
 	b.ReportMetric(float64(n)/time.Since(start).Seconds(), "records/s")
 	u.report(b, n)
+	b.StopTimer()
+	if err := br.Sync("peer", 0); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(countBatches(b, dir))/float64((peerBatch+n)/peerBatch), "appends/batch")
 }
 
 func BenchmarkPeerPointRead(b *testing.B) {
@@ -215,4 +255,50 @@ func BenchmarkPeerPointReadPread(b *testing.B) {
 			b.Fatalf("read at %d: wrong record", off)
 		}
 	}
+}
+
+// BenchmarkPeerAppendLog is BenchmarkPeerAppend one layer down, as
+// peerbench's folio-log adapter does it: each batch of peerBatch records
+// encoded by a record.Builder (one timestamp per batch) and written by one
+// log.Append, FlushNone. The broker layers' cost is the ratio of the two.
+func BenchmarkPeerAppendLog(b *testing.B) {
+	l, err := log.Open(nil, b.TempDir(), &log.Options{FlushPolicy: log.FlushNone}, log.State{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	bld, err := record.NewBuilder(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	vals := make([][]byte, peerBatch)
+	for i := range vals {
+		vals[i] = make([]byte, peerSize)
+	}
+	var buf []byte
+	n := max(b.N/peerBatch*peerBatch, peerBatch)
+	b.SetBytes(peerSize)
+	b.ReportAllocs()
+	b.ResetTimer()
+	start, u := time.Now(), startUsage()
+	for at := 0; at < n; at += peerBatch {
+		ts := time.Now().UnixMilli()
+		bld.Reset()
+		for i := range peerBatch {
+			binary.LittleEndian.PutUint64(vals[i], uint64(at+i))
+			if err := bld.Append(record.Record{Value: vals[i], Timestamp: ts}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		bt, err := bld.Build(buf)
+		if err != nil {
+			b.Fatal(err)
+		}
+		buf = bt[:0]
+		if _, _, err := l.Append(bt); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(n)/time.Since(start).Seconds(), "records/s")
+	u.report(b, n)
 }
