@@ -42,7 +42,7 @@ func TestGroupCommit(t *testing.T) {
 	var (
 		armed   atomic.Bool
 		syncs   atomic.Int64
-		written atomic.Int64 // .log writes since armed
+		written atomic.Int64          // .log writes since armed
 		allIn   = make(chan struct{}) // closed at the last appender's write
 		writes  = make(chan struct{}, 4*n)
 		blocked = make(chan struct{})
