@@ -3,6 +3,7 @@ package folio
 import (
 	"context"
 	"encoding/binary"
+	"flag"
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
@@ -29,10 +30,15 @@ import (
 // operation, and for reads minflt/op, minor page faults per operation.
 
 const (
-	peerRecs  = 200_000
 	peerBatch = 100
 	peerSize  = 100
 )
+
+// peerRecs is the size of the log the read benchmarks read: peerbench's W1
+// writes 1,000,000 records.
+var peerRecsFlag = flag.Int("peer.recs", 200_000, "records in the log of the BenchmarkPeer read benchmarks")
+
+func peerRecs() int { return *peerRecsFlag }
 
 var peerVal = func() []byte { return make([]byte, peerSize) }()
 
@@ -43,7 +49,7 @@ func peerLog(b *testing.B) *Broker {
 	br := openT(b, b.TempDir(), &Options{CheckpointInterval: -1})
 	createTopicT(b, br, "peer", TopicConfig{Partitions: 1, Flush: FlushNone})
 	p := producerT(b, br, nil)
-	peerAppend(b, p, 0, peerRecs)
+	peerAppend(b, p, 0, peerRecs())
 	return br
 }
 
@@ -165,7 +171,7 @@ func BenchmarkPeerPointRead(b *testing.B) {
 	u := startUsage()
 	defer func() { u.report(b, b.N) }()
 	for range b.N {
-		off := rnd.Int64N(peerRecs)
+		off := rnd.Int64N(int64(peerRecs()))
 		if err := c.Seek("peer", 0, AtOffset(off)); err != nil {
 			b.Fatal(err)
 		}
@@ -193,7 +199,7 @@ func BenchmarkPeerSequential(b *testing.B) {
 	defer func() { u.report(b, b.N) }()
 	next := int64(0)
 	for n := 0; n < b.N; {
-		if next == peerRecs {
+		if next == int64(peerRecs()) {
 			next = 0
 			if err := c.Seek("peer", 0, AtOffset(0)); err != nil {
 				b.Fatal(err)
@@ -222,23 +228,23 @@ func BenchmarkPeerPointReadPread(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer f.Close()
-	idx := make([]int64, peerRecs+1)
+	idx := make([]int64, peerRecs()+1)
 	buf := make([]byte, 0, peerBatch*(4+peerSize))
 	val := make([]byte, peerSize)
 	var pos int64
-	for n := 0; n < peerRecs; n++ {
+	for n := 0; n < peerRecs(); n++ {
 		binary.LittleEndian.PutUint64(val, uint64(n))
 		buf = binary.BigEndian.AppendUint32(buf, peerSize)
 		buf = append(buf, val...)
 		idx[n], pos = pos, pos+4+peerSize
-		if len(buf) == cap(buf) || n == peerRecs-1 {
+		if len(buf) == cap(buf) || n == peerRecs()-1 {
 			if _, err := f.Write(buf); err != nil {
 				b.Fatal(err)
 			}
 			buf = buf[:0]
 		}
 	}
-	idx[peerRecs] = pos
+	idx[peerRecs()] = pos
 	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0))
 	rbuf := make([]byte, 4+peerSize)
 	b.ReportAllocs()
@@ -246,7 +252,7 @@ func BenchmarkPeerPointReadPread(b *testing.B) {
 	u := startUsage()
 	defer func() { u.report(b, b.N) }()
 	for range b.N {
-		off := rnd.Int64N(peerRecs)
+		off := rnd.Int64N(int64(peerRecs()))
 		r := rbuf[:idx[off+1]-idx[off]]
 		if _, err := f.ReadAt(r, idx[off]); err != nil {
 			b.Fatal(err)
