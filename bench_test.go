@@ -9,8 +9,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/foliolog/folio/topic"
 )
 
 // Benchmarks of the public API. Numbers depend on the machine and its disk
@@ -18,7 +16,7 @@ import (
 //
 //	go test -run '^$' -bench . -benchtime 2000000x
 func BenchmarkProduceAsync(b *testing.B) {
-	for _, flush := range []topic.FlushPolicy{FlushNone, FlushSync} {
+	for _, flush := range []FlushPolicy{FlushNone, FlushSync} {
 		b.Run(flush.String(), func(b *testing.B) {
 			benchProduceAsync(b, flush)
 		})
@@ -27,7 +25,7 @@ func BenchmarkProduceAsync(b *testing.B) {
 
 // benchProduceAsync: one goroutine produces b.N records of 100-byte values
 // with ProduceAsync to 8 partitions and waits for every acknowledgement.
-func benchProduceAsync(b *testing.B, flush topic.FlushPolicy) {
+func benchProduceAsync(b *testing.B, flush FlushPolicy) {
 	br := openT(b, b.TempDir(), &Options{CheckpointInterval: -1})
 	createTopicT(b, br, "bench", TopicConfig{Partitions: 8, Flush: flush})
 	p := producerT(b, br, &ProducerOptions{Linger: benchLinger})
@@ -79,7 +77,7 @@ func benchProduceAsync(b *testing.B, flush topic.FlushPolicy) {
 // so the rate holds); late-% is the share of ticks where it had to.
 func BenchmarkEndToEndLatency(b *testing.B) {
 	b.Run("chan", benchChanLatency)
-	for _, flush := range []topic.FlushPolicy{FlushNone, FlushSync} {
+	for _, flush := range []FlushPolicy{FlushNone, FlushSync} {
 		b.Run(flush.String(), func(b *testing.B) {
 			benchLatency(b, flush)
 		})
@@ -172,7 +170,7 @@ func benchChanLatency(b *testing.B) {
 	reportLatency(b, lat, time.Since(start), late, b.N)
 }
 
-func benchLatency(b *testing.B, flush topic.FlushPolicy) {
+func benchLatency(b *testing.B, flush FlushPolicy) {
 	dir := b.TempDir()
 	syncs := &fsyncRecorder{}
 	br := openT(b, dir, &Options{CheckpointInterval: -1, Metrics: syncs})
@@ -220,7 +218,7 @@ func benchLatency(b *testing.B, flush topic.FlushPolicy) {
 	elapsed := time.Since(start)
 	b.StopTimer()
 	_, p99 := reportLatency(b, lat, elapsed, late, b.N)
-	if flush.Mode == topic.FlushSync {
+	if flush == FlushSync {
 		fsync50, fsync99, fsyncMax := syncs.percentiles()
 		if fsync50 == 0 {
 			b.Fatal("no fsync reported during the measured records")

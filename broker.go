@@ -258,10 +258,11 @@ func (b *Broker) openTopics(infos []topic.Info, ckpt map[partKey]checkpointEntry
 	}
 	workers := min(runtime.GOMAXPROCS(0), 8, max(len(jobs), 1))
 	var (
-		next  atomic.Int64
-		wg    sync.WaitGroup
-		errMu sync.Mutex // guards errs
-		errs  []error
+		next   atomic.Int64
+		wg     sync.WaitGroup
+		errMu  sync.Mutex // guards first, failed
+		first  = -1       // the job of the first failure, in open order
+		failed []error    // by job
 	)
 	for range workers {
 		wg.Add(1)
@@ -285,7 +286,13 @@ func (b *Broker) openTopics(infos []topic.Info, ckpt map[partKey]checkpointEntry
 				p, err := b.openPartition(j.ts.info, j.p, st)
 				if err != nil {
 					errMu.Lock()
-					errs = append(errs, err)
+					if failed == nil {
+						failed = make([]error, len(jobs))
+					}
+					failed[i] = err
+					if first < 0 || int(i) < first {
+						first = int(i)
+					}
 					errMu.Unlock()
 					continue
 				}
@@ -294,7 +301,7 @@ func (b *Broker) openTopics(infos []topic.Info, ckpt map[partKey]checkpointEntry
 		}()
 	}
 	wg.Wait()
-	if len(errs) > 0 {
+	if first >= 0 {
 		for _, ts := range topics {
 			for _, p := range ts.parts {
 				if p != nil {
@@ -302,9 +309,27 @@ func (b *Broker) openTopics(infos []topic.Info, ckpt map[partKey]checkpointEntry
 				}
 			}
 		}
-		return nil, errors.Join(errs...)
+		return nil, openFailure(failed, first)
 	}
 	return topics, nil
+}
+
+// openFailure is the error of an Open whose partitions failed to open: the
+// first failure in open order (topic, then partition), which names its
+// file, and how many others failed. When a limit such as the open-files one
+// is reached, hundreds of partitions fail alike, and one line naming each
+// helped nobody.
+func openFailure(failed []error, first int) error {
+	n := 0
+	for _, err := range failed {
+		if err != nil {
+			n++
+		}
+	}
+	if n == 1 {
+		return failed[first]
+	}
+	return fmt.Errorf("%w (and %d more partitions failed to open)", failed[first], n-1)
 }
 
 // openPartition opens one partition: its log on the Broker's file layer,

@@ -420,7 +420,7 @@ func TestGroupOffsetsTopicIsCompacted(t *testing.T) {
 			}
 		}
 	}
-	gc := joinT(t, b, "billing", []string{"orders"}, &GroupOptions{Reset: group.ResetEarliest, DisableAutoCommit: true})
+	gc := joinT(t, b, "billing", []string{"orders"}, &GroupOptions{Reset: ResetEarliest, DisableAutoCommit: true})
 	ti, err := b.DescribeTopic(group.OffsetsTopic)
 	if err != nil {
 		t.Fatal(err)
@@ -442,7 +442,7 @@ func TestGroupOffsetsTopicIsCompacted(t *testing.T) {
 		}
 		offs := map[TopicPartition]int64{}
 		for part := range int32(parts) {
-			offs[TopicPartition{"orders", part}] = int64(i)
+			offs[TopicPartition{Topic: "orders", Partition: part}] = int64(i)
 		}
 		if err := gc.CommitOffsets(ctx, offs); err != nil {
 			t.Fatalf("commit %d: %v", i, err)
@@ -494,7 +494,7 @@ func TestGroupOffsetsTopicIsCompacted(t *testing.T) {
 			t.Fatalf("%+v: committed %d, want the last commit %d", pl, pl.Committed, commits)
 		}
 	}
-	gc = joinT(t, b, "billing", []string{"orders"}, &GroupOptions{Reset: group.ResetEarliest, DisableAutoCommit: true})
+	gc = joinT(t, b, "billing", []string{"orders"}, &GroupOptions{Reset: ResetEarliest, DisableAutoCommit: true})
 	first := map[int32]int64{}
 	for r, err := range gc.Records(ctx) {
 		if err != nil {

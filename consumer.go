@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/foliolog/folio/errs"
+	"github.com/foliolog/folio/group"
 	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/record"
@@ -29,33 +30,27 @@ const (
 	DefaultFetchBytes = 1 << 20
 )
 
-// ResetPolicy says what a consumer does when its position lies outside the
-// partition's offsets, typically below the log start offset after retention
-// deleted the records (Kafka's auto.offset.reset).
-type ResetPolicy uint8
+// ResetPolicy says where a consumer goes without a valid position (Kafka's
+// auto.offset.reset): ResetEarliest (the zero value and default),
+// ResetLatest or ResetNone. For a Consumer, it applies when the position
+// lies outside the partition's offsets, typically below the log start
+// offset after retention deleted the records; for a GroupConsumer, also in
+// a partition the group has no committed offset for. It is the group
+// package's type.
+type ResetPolicy = group.ResetPolicy
 
 const (
-	// ResetNone reports an *OffsetOutOfRangeError (ErrOffsetOutOfRange)
-	// from Poll and leaves the position for the caller to Seek. The
-	// default.
-	ResetNone ResetPolicy = iota
-	// ResetEarliest moves to the log start offset.
-	ResetEarliest
+	// ResetEarliest moves to the log start offset; a new group starts
+	// there. The default.
+	ResetEarliest = group.ResetEarliest
 	// ResetLatest moves to the high watermark: only new records are read.
-	ResetLatest
+	ResetLatest = group.ResetLatest
+	// ResetNone reports an *OffsetOutOfRangeError (ErrOffsetOutOfRange)
+	// from a Consumer's Poll and leaves the position for the caller to
+	// Seek; a GroupConsumer's Poll reports a partition without a committed
+	// offset (ErrNoOffset) until it is Seeked.
+	ResetNone = group.ResetNone
 )
-
-func (r ResetPolicy) String() string {
-	switch r {
-	case ResetNone:
-		return "none"
-	case ResetEarliest:
-		return "earliest"
-	case ResetLatest:
-		return "latest"
-	}
-	return "ResetPolicy(" + strconv.Itoa(int(r)) + ")"
-}
 
 // ConsumerOptions configure a Consumer. A nil *ConsumerOptions, and every
 // zero field, means the default stated on the field.
@@ -63,7 +58,7 @@ type ConsumerOptions struct {
 	// Name identifies the consumer in Stats. Default "consumer-<n>".
 	Name string
 	// Reset is what to do with a position outside the partition's offsets.
-	// Default ResetNone: an error.
+	// Default ResetEarliest: go to the log start offset.
 	Reset ResetPolicy
 	// MaxPollRecords caps the records one Poll returns. Default
 	// DefaultMaxPollRecords.
@@ -100,7 +95,7 @@ func (o *ConsumerOptions) validate() error {
 		return fmt.Errorf("%w: ConsumerOptions.%s %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...))
 	}
 	switch {
-	case o.Reset > ResetLatest:
+	case o.Reset > ResetNone:
 		return bad("Reset", "%d is not a reset policy", o.Reset)
 	case o.MaxPollRecords < 0:
 		return bad("MaxPollRecords", "%d is negative", o.MaxPollRecords)
@@ -154,13 +149,10 @@ func (o Offset) String() string {
 	return "offset " + strconv.FormatInt(o.at, 10)
 }
 
-// TopicPartition names a partition.
-type TopicPartition struct {
-	Topic     string
-	Partition int32
-}
-
-func (tp TopicPartition) String() string { return tp.Topic + "-" + strconv.Itoa(int(tp.Partition)) }
+// TopicPartition names a partition; it prints as "<topic>-<partition>".
+// It is the group package's type, so a GroupConsumer's partitions, its
+// commits and a group's lag use it too.
+type TopicPartition = group.TopicPartition
 
 // Assignment is a partition for a consumer to read and where to start.
 type Assignment struct {
@@ -194,10 +186,11 @@ type Consumer struct {
 	changed       context.Context
 	signalChanged context.CancelFunc
 
-	// pollMu serializes Poll and guards held and parts.
-	pollMu sync.Mutex
-	held   heldViews
-	parts  []pollPart // Poll's, reused
+	// pollMu serializes Poll and guards held, deferred and parts.
+	pollMu   sync.Mutex
+	held     heldViews
+	deferred deferredErr
+	parts    []pollPart // Poll's, reused
 
 	closed atomic.Bool
 }
@@ -303,7 +296,7 @@ func (c *Consumer) Assign(as ...Assignment) error {
 		if err != nil {
 			return err
 		}
-		out = append(out, res{TopicPartition{a.Topic, a.Partition}, p, pos})
+		out = append(out, res{TopicPartition{Topic: a.Topic, Partition: a.Partition}, p, pos})
 	}
 	c.assignMu.Lock()
 	defer c.assignMu.Unlock()
@@ -368,7 +361,7 @@ func (c *Consumer) Seek(topicName string, partition int32, to Offset) error {
 	if c.closed.Load() {
 		return ErrClosed
 	}
-	tp := TopicPartition{topicName, partition}
+	tp := TopicPartition{Topic: topicName, Partition: partition}
 	c.assignMu.Lock()
 	ap := c.assigned[tp]
 	c.assignMu.Unlock()
@@ -393,7 +386,7 @@ func (c *Consumer) Seek(topicName string, partition int32, to Offset) error {
 // Position returns the offset of the next record the consumer will read
 // from an assigned partition: what a group commits.
 func (c *Consumer) Position(topicName string, partition int32) (int64, error) {
-	tp := TopicPartition{topicName, partition}
+	tp := TopicPartition{Topic: topicName, Partition: partition}
 	c.assignMu.Lock()
 	defer c.assignMu.Unlock()
 	ap := c.assigned[tp]
@@ -407,7 +400,7 @@ func (c *Consumer) Position(topicName string, partition int32) (int64, error) {
 // yet consumed: the high watermark minus the position (offset gaps left by
 // compaction count too, as in Kafka).
 func (c *Consumer) Lag(topicName string, partition int32) (int64, error) {
-	tp := TopicPartition{topicName, partition}
+	tp := TopicPartition{Topic: topicName, Partition: partition}
 	c.assignMu.Lock()
 	ap := c.assigned[tp]
 	var pos int64
@@ -477,6 +470,15 @@ type pollPart struct {
 // offset gaps. A position outside a partition's offsets is reset by the
 // ResetPolicy or reported as an *OffsetOutOfRangeError; a deleted topic's
 // partition reports ErrUnknownTopic until unassigned.
+//
+// A damaged batch (an error matching ErrCorrupt) costs only itself: Poll
+// returns the records before it, with those of the other partitions, and
+// the next Poll returns the error; the partition's Position stays at the
+// damaged batch (so committing it loses nothing) until a Seek moves past
+// it. Every Poll after that reads the other partitions again and reports
+// the error anew whenever it returns no records or, having returned some,
+// at the Poll after: a damaged partition neither stops nor hides behind
+// healthy ones.
 func (c *Consumer) Poll(ctx context.Context) ([]Record, error) {
 	c.pollMu.Lock()
 	defer c.pollMu.Unlock()
@@ -498,21 +500,33 @@ func (c *Consumer) Poll(ctx context.Context) ([]Record, error) {
 		changes := c.changes
 		c.assignMu.Unlock()
 
+		if err := c.takeDeferred(); err != nil {
+			return nil, err
+		}
 		var recs []Record
 		var ferr error
+		var fpart *pollPart
 		for i := range parts {
 			if len(recs) >= c.opts.MaxPollRecords {
 				break
 			}
-			recs, ferr = c.fetch(&parts[i], recs)
-			if ferr != nil {
-				break
+			var err error
+			recs, err = c.fetch(&parts[i], recs)
+			if err != nil && ferr == nil {
+				// One partition's error (damage, a deleted topic) does not
+				// hold back the others: they are still read.
+				ferr, fpart = err, &parts[i]
 			}
 		}
 		c.commit(parts)
 		if len(recs) > 0 {
-			// An error after records is reported by the next Poll, which
-			// meets it again.
+			// An error after records is reported by the next Poll, before
+			// it reads anything, so that it is neither lost nor, while other
+			// partitions have records, postponed for ever; the Poll after
+			// it meets the error again, unless a Seek moved past it.
+			if ferr != nil {
+				c.deferred = deferredErr{err: ferr, ap: fpart.ap, gen: fpart.gen}
+			}
 			return recs, nil
 		}
 		if ferr != nil {
@@ -526,6 +540,31 @@ func (c *Consumer) Poll(ctx context.Context) ([]Record, error) {
 			return nil, err
 		}
 	}
+}
+
+// deferredErr is a partition's error met by a Poll that returned records
+// of the partitions read before or after it.
+type deferredErr struct {
+	err error
+	ap  *assignedPart
+	gen uint64
+}
+
+// takeDeferred returns the error an earlier Poll deferred and forgets it;
+// nil when there is none or the partition was sought, reassigned or
+// unassigned since (the error may no longer hold).
+func (c *Consumer) takeDeferred() error {
+	d := c.deferred
+	c.deferred = deferredErr{}
+	if d.err == nil {
+		return nil
+	}
+	c.assignMu.Lock()
+	defer c.assignMu.Unlock()
+	if d.ap.gen != d.gen || c.assigned[d.ap.tp] != d.ap {
+		return nil
+	}
+	return d.err
 }
 
 // commit stores the positions Poll advanced, except for partitions that
@@ -591,6 +630,10 @@ func (c *Consumer) decode(pp *pollPart, v *readpath.View, recs []Record) ([]Reco
 			arena = make([]byte, 0, min(len(buf), arenaStart))
 		}
 		for len(buf) > 0 && len(recs) < c.opts.MaxPollRecords {
+			// A damaged batch costs only itself: the records of the batches
+			// before it are returned, and the position stays at its start,
+			// where the next Poll meets the damage again.
+			nBatch, posBatch, movedBatch := len(recs), pp.pos, pp.moved
 			bt, rest, err := record.Parse(buf)
 			if err != nil {
 				return fmt.Errorf("folio: %s: %w", p, errs.Mark(err, ErrCorrupt))
@@ -627,6 +670,7 @@ func (c *Consumer) decode(pp *pollPart, v *readpath.View, recs []Record) ([]Reco
 				it.Close()
 			}
 			if err != nil {
+				recs, pp.pos, pp.moved = recs[:nBatch], posBatch, movedBatch
 				return fmt.Errorf("folio: %s: %w", p, errs.Mark(err, ErrCorrupt))
 			}
 			if !full {
@@ -640,18 +684,17 @@ func (c *Consumer) decode(pp *pollPart, v *readpath.View, recs []Record) ([]Reco
 		}
 		return nil
 	})
-	if c.opts.ZeroCopy && err == nil && len(recs) > n0 {
+	if c.opts.ZeroCopy && len(recs) > n0 {
 		c.held.views = append(c.held.views, v)
 		keep = true
 	}
 	if !keep {
 		v.Release()
 	}
-	if err != nil {
-		return recs[:n0], err
+	if len(recs) > n0 || err == nil {
+		c.b.metrics.Consumed(p.Topic(), p.Index(), len(recs)-n0, bytesRead)
 	}
-	c.b.metrics.Consumed(p.Topic(), p.Index(), len(recs)-n0, bytesRead)
-	return recs, nil
+	return recs, err
 }
 
 // arenaStart is the first size of the buffer a poll copies record bytes
@@ -789,7 +832,7 @@ func (c *Consumer) Records(ctx context.Context) iter.Seq2[Record, error] {
 func (c *Consumer) rewind(recs []Record) {
 	first := map[TopicPartition]int64{}
 	for _, r := range recs {
-		tp := TopicPartition{r.Topic, r.Partition}
+		tp := TopicPartition{Topic: r.Topic, Partition: r.Partition}
 		if _, ok := first[tp]; !ok {
 			first[tp] = r.Offset
 		}

@@ -133,7 +133,7 @@ func TestConsumerSeekPositionLag(t *testing.T) {
 	if err := c.Assign(Assignment{Topic: "t", Partition: 0}, Assignment{Topic: "t", Partition: 1, Start: AtOffset(8)}); err != nil {
 		t.Fatal(err)
 	}
-	if got := c.Assignment(); len(got) != 2 || got[0] != (TopicPartition{"t", 0}) || got[1] != (TopicPartition{"t", 1}) {
+	if got := c.Assignment(); len(got) != 2 || got[0] != (TopicPartition{Topic: "t", Partition: 0}) || got[1] != (TopicPartition{Topic: "t", Partition: 1}) {
 		t.Fatalf("Assignment: %v", got)
 	}
 	if lag, _ := c.Lag("t", 0); lag != 10 {
@@ -164,7 +164,7 @@ func TestConsumerSeekPositionLag(t *testing.T) {
 	if lag, _ := c.Lag("t", 1); lag != 0 {
 		t.Fatalf("lag at latest %d", lag)
 	}
-	if err := c.Unassign(TopicPartition{"t", 1}); err != nil {
+	if err := c.Unassign(TopicPartition{Topic: "t", Partition: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Position("t", 1); !errors.Is(err, ErrNotAssigned) {
@@ -194,7 +194,7 @@ func TestConsumerOutOfRange(t *testing.T) {
 		t.Fatalf("DeleteRecordsBefore beyond the end: %v", err)
 	}
 
-	none := consumerT(t, b, nil)
+	none := consumerT(t, b, &ConsumerOptions{Reset: ResetNone})
 	_ = none.Assign(Assignment{Topic: "t", Start: AtOffset(2)})
 	_, err := none.Poll(context.Background())
 	var oor *OffsetOutOfRangeError
@@ -298,26 +298,38 @@ func TestConsumerWaits(t *testing.T) {
 		_ = c.Assign(Assignment{Topic: "t", Partition: part})
 	}
 	// A record in any one of the partitions wakes the Poll.
-	for _, part := range []int32{2, 0, 1} {
+	type polled struct {
+		recs []Record
+		err  error
+	}
+	poll := func() <-chan polled {
+		ch := make(chan polled, 1)
 		go func() {
-			time.Sleep(10 * time.Millisecond)
-			_, _, _ = p.Produce(context.Background(), &Record{Topic: "t", Partition: part, Value: []byte{byte(part)}})
+			recs, err := c.Poll(context.Background())
+			ch <- polled{recs, err}
 		}()
-		recs := pollN(t, c, 1)
-		if recs[0].Partition != part {
-			t.Fatalf("woke with partition %d, want %d", recs[0].Partition, part)
+		return ch
+	}
+	for _, part := range []int32{2, 0, 1} {
+		ch := poll()
+		waitParked(t, b, "t", part, 1) // the Poll waits on every partition
+		if _, _, err := p.Produce(context.Background(), &Record{Topic: "t", Partition: part, Value: []byte{byte(part)}}); err != nil {
+			t.Fatal(err)
+		}
+		r := <-ch
+		if r.err != nil || len(r.recs) != 1 || r.recs[0].Partition != part {
+			t.Fatalf("woke with %+v, %v; want a record of partition %d", r.recs, r.err, part)
 		}
 	}
 	// An assignment change wakes a waiting Poll too.
 	if _, _, err := p.Produce(context.Background(), &Record{Topic: "u", Value: []byte("u")}); err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		time.Sleep(10 * time.Millisecond)
-		_ = c.Assign(Assignment{Topic: "u"})
-	}()
-	if recs := pollN(t, c, 1); recs[0].Topic != "u" {
-		t.Fatalf("woke with %s", recs[0].Topic)
+	ch := poll()
+	waitParked(t, b, "t", 0, 1)
+	_ = c.Assign(Assignment{Topic: "u"})
+	if r := <-ch; r.err != nil || len(r.recs) != 1 || r.recs[0].Topic != "u" {
+		t.Fatalf("woke with %+v, %v; want u's record", r.recs, r.err)
 	}
 	// Close wakes it with ErrClosed.
 	done := make(chan error, 1)
@@ -325,7 +337,7 @@ func TestConsumerWaits(t *testing.T) {
 		_, err := c.Poll(context.Background())
 		done <- err
 	}()
-	time.Sleep(10 * time.Millisecond)
+	waitParked(t, b, "u", 0, 1)
 	_ = c.Close()
 	if err := <-done; !errors.Is(err, ErrClosed) {
 		t.Fatalf("Poll during Close: %v", err)
@@ -377,7 +389,7 @@ func TestConsumerCopiesAndZeroCopy(t *testing.T) {
 	b := openT(t, t.TempDir(), nil)
 	createTopicT(t, b, "plain", TopicConfig{Flush: FlushNone})
 	createTopicT(t, b, "zstd", TopicConfig{Flush: FlushNone, Compression: topic.CompressionZstd})
-	createTopicT(t, b, "send", TopicConfig{Flush: FlushNone, ReadPath: topic.ReadSendfile})
+	createTopicT(t, b, "send", TopicConfig{Flush: FlushNone, ReadPath: ReadSendfile})
 	p := producerT(t, b, nil)
 	names := []string{"plain", "zstd", "send"}
 	for _, name := range names {
@@ -456,7 +468,7 @@ func TestConsumerDeletedTopic(t *testing.T) {
 		_, err := c.Poll(context.Background())
 		done <- err
 	}()
-	time.Sleep(10 * time.Millisecond)
+	waitParked(t, b, "t", 0, 1)
 	if err := b.DeleteTopic("t"); err != nil {
 		t.Fatal(err)
 	}

@@ -241,7 +241,7 @@ func checkAcks(t *testing.T, b *Broker, acks []ack) {
 		if recs[0].Offset != a.offset || string(recs[0].Value) != a.value {
 			t.Fatalf("acknowledged record %+v: read offset %d value %q", a, recs[0].Offset, recs[0].Value)
 		}
-		_ = c.Unassign(TopicPartition{"crash", a.partition})
+		_ = c.Unassign(TopicPartition{Topic: "crash", Partition: a.partition})
 	}
 }
 

@@ -19,7 +19,7 @@ import (
 // more, while consumers keep reading what was written and retention keeps
 // deleting old segments; a reopen once there is space again recovers.
 func TestDiskFull(t *testing.T) {
-	for _, flush := range []topic.FlushPolicy{FlushSync, FlushNone} {
+	for _, flush := range []FlushPolicy{FlushSync, FlushNone} {
 		t.Run(flush.String(), func(t *testing.T) {
 			fs := faultfs.New()
 			dir := t.TempDir()

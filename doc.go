@@ -32,9 +32,12 @@
 // without polling, until records arrive. Seek moves, Position and Lag
 // report. Control batches are never handed to the application and offset
 // gaps left by compaction are skipped. A position below the log start
-// offset is an *OffsetOutOfRangeError unless the consumer chose a
-// ResetPolicy. Consumer groups are built on this: a group member assigns
-// what the coordinator gave it and commits Position.
+// offset moves the consumer to the log start (ResetEarliest, the default
+// ResetPolicy), or is an *OffsetOutOfRangeError under ResetNone. Consumer
+// groups are built on this: a group member assigns what the coordinator
+// gave it and commits Position. A new group, without committed offsets,
+// starts at the earliest offset by default (GroupOptions.Reset), so it
+// reads what was produced before it joined.
 //
 // Stats gives a snapshot (offsets, segments, open files and mappings, lag of
 // every consumer); Options.Metrics receives events for a metrics system, and

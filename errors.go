@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/foliolog/folio/errs"
+	"github.com/foliolog/folio/group"
 	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/partition"
 	"github.com/foliolog/folio/topic"
@@ -132,6 +133,23 @@ var (
 	// refuses the record up front, so the other records of its batch are
 	// not failed with it. Kafka: INVALID_RECORD.
 	ErrNoKey = errs.New("folio: record without a key for a compacted topic", kerr.InvalidRecord)
+
+	// ErrCommitFailed is returned by a GroupConsumer's Commit and
+	// CommitOffsets when the group rebalanced and the member's partitions
+	// may belong to another member now (Kafka's CommitFailedException): the
+	// records since the last commit may be delivered again to the next
+	// owner. It is group.ErrCommitFailed.
+	ErrCommitFailed = group.ErrCommitFailed
+
+	// ErrNoOffset is returned by a GroupConsumer's Poll for partitions the
+	// group has no committed offset for when GroupOptions.Reset is
+	// ResetNone; Seek them to go on. It is group.ErrNoOffset.
+	ErrNoOffset = group.ErrNoOffset
+
+	// ErrGroupNotFound is returned by GroupLag for a group that has no
+	// commits and no members. It is group.ErrGroupIDNotFound. Kafka:
+	// GROUP_ID_NOT_FOUND.
+	ErrGroupNotFound = group.ErrGroupIDNotFound
 )
 
 // OffsetOutOfRangeError reports a consumer position outside [Start, End]:

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -162,12 +164,16 @@ func TestDamagedCleanMarkerNamesItsFile(t *testing.T) {
 	}
 }
 
-// TestGroupCorruptionIsCorrupt: damage in __consumer_offsets that a
-// writing open reports is found by IsCorrupt and names the partition.
+// TestGroupCorruptionIsCorrupt: one flipped byte in a __consumer_offsets
+// segment after a clean shutdown costs only the damaged batch: Open cuts
+// the partition there, as after a crash, and warns with the damage, which
+// IsCorrupt finds and which names the partition; the commits before it
+// hold, and the next open is clean.
 func TestGroupCorruptionIsCorrupt(t *testing.T) {
 	dir := t.TempDir()
 	b := openT(t, dir, nil)
 	createTopicT(t, b, "t", TopicConfig{Partitions: 1})
+	produceN(t, producerT(t, b, nil), "t", "g", 5) // commits within the log: no clamp
 	c, err := b.GroupCoordinator()
 	if err != nil {
 		t.Fatal(err)
@@ -195,16 +201,86 @@ func TestGroupCorruptionIsCorrupt(t *testing.T) {
 	if err := os.WriteFile(seg, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	b, err = Open(dir, nil)
-	if err == nil {
-		// Opening past the damage (cutting it, as after a crash) is the
-		// other acceptable answer; then there is no error to classify.
-		b.Close()
-		t.Skip("Open cut the damaged batch")
+	committed := func(b *Broker) int64 {
+		t.Helper()
+		lags, err := b.GroupLag("g")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range lags {
+			if l.Topic == "t" && l.Partition == 0 {
+				return l.Committed
+			}
+		}
+		return -1
 	}
-	t.Log(err)
-	var ce *errs.Corruption
-	if !IsCorrupt(err) || !errors.As(err, &ce) || ce.Path != pdir {
-		t.Fatalf("%v: not IsCorrupt with an *errs.Corruption naming %s", err, pdir)
+	for run := range 2 {
+		var warned errWarnings
+		b, err = Open(dir, &Options{Logger: slog.New(&warned)})
+		if err != nil {
+			t.Fatalf("open %d of a directory whose offsets hold a valid prefix: %v", run, err)
+		}
+		if run == 0 {
+			damage := warned.err()
+			t.Log(damage)
+			var ce *errs.Corruption
+			if !IsCorrupt(damage) || !errors.Is(damage, errs.ErrCorrupt) || !errors.As(damage, &ce) || ce.Path != pdir {
+				t.Fatalf("warnings %v, damage %v: not IsCorrupt with an *errs.Corruption naming %s", warned.msgs, damage, pdir)
+			}
+		} else if len(warned.msgs) != 0 {
+			t.Fatalf("reopen after the cut warns: %v", warned.msgs)
+		}
+		if off := committed(b); off != 2 {
+			t.Fatalf("open %d: committed offset %d, want 2 (the last commit before the damage)", run, off)
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
+}
+
+// errWarnings is a slog.Handler that keeps the messages logged at Warn
+// and above and the error values among their attributes.
+type errWarnings struct {
+	mu    sync.Mutex
+	msgs  []string
+	errs  []error
+	attrs map[string]string
+}
+
+func (w *errWarnings) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (w *errWarnings) Handle(_ context.Context, r slog.Record) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.msgs = append(w.msgs, r.Message)
+	if w.attrs == nil {
+		w.attrs = map[string]string{}
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		if e, ok := a.Value.Any().(error); ok {
+			w.errs = append(w.errs, e)
+		}
+		w.attrs[a.Key] = a.Value.String()
+		return true
+	})
+	return nil
+}
+func (w *errWarnings) WithAttrs([]slog.Attr) slog.Handler { return w }
+func (w *errWarnings) WithGroup(string) slog.Handler      { return w }
+
+// attrText returns the text of the last attribute named key, "" if none.
+func (w *errWarnings) attrText(key string) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.attrs[key]
+}
+
+// err returns the first error logged, nil if none.
+func (w *errWarnings) err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.errs) == 0 {
+		return nil
+	}
+	return w.errs[0]
 }

@@ -6,7 +6,6 @@ import (
 	"os"
 
 	"github.com/foliolog/folio"
-	"github.com/foliolog/folio/topic"
 )
 
 // Example_compaction keeps the latest value of each key of a compacted
@@ -27,7 +26,7 @@ func Example_compaction() {
 	}
 	defer b.Close()
 	// Small segments, so that the updates land in sealed segments.
-	cfg := folio.TopicConfig{Cleanup: topic.CleanupCompact, SegmentBytes: 200}
+	cfg := folio.TopicConfig{Cleanup: folio.CleanupCompact, SegmentBytes: 200}
 	if _, err := b.CreateTopic("prices", cfg); err != nil {
 		panic(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/foliolog/folio/errs"
@@ -43,6 +44,9 @@ type brokerGroups struct {
 	offsets   []*log.Log
 	consumers map[*GroupConsumer]struct{}
 	closed    bool
+	// loaded is coord once loaded (nil before and after Close), for
+	// DeleteTopic, which runs under topicsMu and so may not take mu.
+	loaded atomic.Pointer[group.Coordinator]
 }
 
 // open loads the committed offsets if __consumer_offsets exists: Open calls
@@ -107,6 +111,7 @@ func (g *brokerGroups) coordinator(b *Broker) (*group.Coordinator, error) {
 		b.logger.Warn("folio: committed offsets beyond their partition's end were clamped at load", "offsets", st.Clamped)
 	}
 	g.coord, g.offsets = c, logs
+	g.loaded.Store(c)
 	return c, nil
 }
 
@@ -120,6 +125,7 @@ func (g *brokerGroups) close() error {
 	}
 	c := g.coord
 	g.coord, g.offsets = nil, nil
+	g.loaded.Store(nil)
 	g.mu.Unlock()
 	var errs []error
 	for _, gc := range consumers {
@@ -169,12 +175,8 @@ func (r groupReader) Assign(starts []group.StartOffset) error {
 	return r.c.Assign(as...)
 }
 
-func (r groupReader) Unassign(tps []group.TopicPartition) error {
-	out := make([]TopicPartition, len(tps))
-	for i, tp := range tps {
-		out[i] = TopicPartition(tp)
-	}
-	if err := r.c.Unassign(out...); err != nil && !errors.Is(err, ErrClosed) {
+func (r groupReader) Unassign(tps []TopicPartition) error {
+	if err := r.c.Unassign(tps...); err != nil && !errors.Is(err, ErrClosed) {
 		return err // a closed consumer reads nothing anyway
 	}
 	return nil
@@ -182,8 +184,8 @@ func (r groupReader) Unassign(tps []group.TopicPartition) error {
 
 func (r groupReader) Poll(ctx context.Context) ([]Record, error) { return r.c.Poll(ctx) }
 
-func (r groupReader) Locate(rec Record) (group.TopicPartition, int64) {
-	return group.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}, rec.Offset
+func (r groupReader) Locate(rec Record) (TopicPartition, int64) {
+	return TopicPartition{Topic: rec.Topic, Partition: rec.Partition}, rec.Offset
 }
 
 // GroupOptions configure a GroupConsumer. A nil *GroupOptions, and every
@@ -210,8 +212,10 @@ type GroupOptions struct {
 	InstanceID string
 	// Reset is where to start in a partition without a committed offset,
 	// and where to go when a position falls outside the partition
-	// (auto.offset.reset). Default group.ResetLatest, as in Kafka.
-	Reset group.ResetPolicy
+	// (auto.offset.reset). Default ResetEarliest: a new group reads what
+	// was produced before it joined (franz-go's and kafka-go's default;
+	// Java Kafka's is latest).
+	Reset ResetPolicy
 	// DisableAutoCommit turns auto-commit off. With it on (the default),
 	// what the application has processed is committed every
 	// AutoCommitInterval, before partitions are given up and at Close:
@@ -252,7 +256,7 @@ func (b *Broker) JoinGroup(ctx context.Context, groupID string, topics []string,
 	if opts != nil {
 		o = *opts
 	}
-	if o.Reset > group.ResetNone {
+	if o.Reset > ResetNone {
 		return nil, fmt.Errorf("%w: GroupOptions.Reset %d is not a reset policy", ErrInvalidConfig, o.Reset)
 	}
 	gs := &b.groups
@@ -264,14 +268,7 @@ func (b *Broker) JoinGroup(ctx context.Context, groupID string, topics []string,
 	if o.Consumer != nil {
 		co = *o.Consumer
 	}
-	switch o.Reset {
-	case group.ResetEarliest:
-		co.Reset = ResetEarliest
-	case group.ResetLatest:
-		co.Reset = ResetLatest
-	default:
-		co.Reset = ResetNone
-	}
+	co.Reset = o.Reset
 	if co.Name == "" {
 		co.Name = "group-" + groupID
 	}
@@ -279,24 +276,12 @@ func (b *Broker) JoinGroup(ctx context.Context, groupID string, topics []string,
 	if err != nil {
 		return nil, err
 	}
-	conv := func(f func(context.Context, []TopicPartition)) func(context.Context, []group.TopicPartition) {
-		if f == nil {
-			return nil
-		}
-		return func(ctx context.Context, tps []group.TopicPartition) {
-			out := make([]TopicPartition, len(tps))
-			for i, tp := range tps {
-				out[i] = TopicPartition(tp)
-			}
-			f(ctx, out)
-		}
-	}
 	m, err := group.Join(ctx, coord, groupID, groupReader{c}, &group.MemberOptions{
 		Topics: topics, Assignors: o.Assignors, SessionTimeout: o.SessionTimeout,
 		RebalanceTimeout: o.RebalanceTimeout, HeartbeatInterval: o.HeartbeatInterval,
 		InstanceID: o.InstanceID, ClientID: co.Name, Reset: o.Reset,
 		DisableAutoCommit: o.DisableAutoCommit, AutoCommitInterval: o.AutoCommitInterval,
-		OnAssigned: conv(o.OnAssigned), OnRevoked: conv(o.OnRevoked), OnLost: conv(o.OnLost),
+		OnAssigned: o.OnAssigned, OnRevoked: o.OnRevoked, OnLost: o.OnLost,
 		Logger: b.logger,
 	})
 	if err != nil {
@@ -337,38 +322,45 @@ func (g *GroupConsumer) Records(ctx context.Context) iter.Seq2[Record, error] {
 
 // Commit commits the position after every record handed out so far and
 // returns once it is durable. A member that lost its partitions to a
-// rebalance gets an error matching group.ErrCommitFailed.
+// rebalance gets an error matching ErrCommitFailed.
 func (g *GroupConsumer) Commit(ctx context.Context) error { return g.m.Commit(ctx) }
 
 // CommitOffsets commits the given positions (next offsets to read) and
 // returns once they are durable.
 func (g *GroupConsumer) CommitOffsets(ctx context.Context, offsets map[TopicPartition]int64) error {
-	m := make(map[group.TopicPartition]int64, len(offsets))
-	for tp, off := range offsets {
-		m[group.TopicPartition(tp)] = off
-	}
-	return g.m.CommitOffsets(ctx, m)
+	return g.m.CommitOffsets(ctx, offsets)
 }
 
-// Seek moves the position in an assigned partition.
-func (g *GroupConsumer) Seek(topicName string, partition int32, offset int64) error {
-	return g.m.Seek(group.TopicPartition{Topic: topicName, Partition: partition}, offset)
+// Seek moves the position in a partition the member owns, as
+// Consumer.Seek does: to an offset (AtOffset), the log start
+// (AtEarliest), the high watermark (AtLatest) or a time (AtTime). The next
+// commit covers the new position. A partition the member does not own is
+// an error.
+func (g *GroupConsumer) Seek(topicName string, partition int32, to Offset) error {
+	p, err := g.b.lookup(topicName, partition)
+	if err != nil {
+		return err
+	}
+	pos, err := g.c.resolve(p, to)
+	if err != nil {
+		return err
+	}
+	return g.m.Seek(TopicPartition{Topic: topicName, Partition: partition}, pos)
 }
 
 // Assignment returns the partitions the member owns, sorted.
-func (g *GroupConsumer) Assignment() []TopicPartition {
-	tps := g.m.Assignment()
-	out := make([]TopicPartition, len(tps))
-	for i, tp := range tps {
-		out[i] = TopicPartition(tp)
-	}
-	return out
-}
+func (g *GroupConsumer) Assignment() []TopicPartition { return g.m.Assignment() }
 
 // Lag returns how many offsets of an owned partition are visible but not
 // yet consumed by this member.
 func (g *GroupConsumer) Lag(topicName string, partition int32) (int64, error) {
 	return g.c.Lag(topicName, partition)
+}
+
+// Position returns the offset of the next record the member will read
+// from an owned partition: where it started, until it reads.
+func (g *GroupConsumer) Position(topicName string, partition int32) (int64, error) {
+	return g.c.Position(topicName, partition)
 }
 
 // Group returns the group id; MemberID and Generation the member's
@@ -400,22 +392,65 @@ func (g *GroupConsumer) close() error {
 	return err
 }
 
-// GroupCoordinator returns the Broker's group coordinator, for the layers
-// that speak Kafka's group APIs (the Kafka endpoint, the CLI's groups
-// command): DescribeGroups, ListGroups, DeleteGroups, OffsetFetch, and
-// OffsetCommit with generation -1 to reset an Empty group's offsets. It
-// creates __consumer_offsets on first use.
+// GroupCoordinator returns the Broker's group coordinator, which answers
+// Kafka's group APIs: DescribeGroups, ListGroups, DeleteGroups,
+// OffsetFetch, and OffsetCommit with generation -1 to reset an Empty
+// group's offsets (what a Kafka endpoint serves, and what an admin tool
+// such as folio groups uses). Members join through JoinGroup instead. It
+// creates __consumer_offsets on first use; a read-only Broker has none
+// (ErrReadOnly), but its GroupLag works.
 func (b *Broker) GroupCoordinator() (*group.Coordinator, error) {
 	return b.groups.coordinator(b)
 }
 
+// PartitionLag is one partition's progress for a group, as GroupLag
+// reports it. It is the group package's type.
+type PartitionLag = group.PartitionLag
+
 // GroupLag returns, per partition, how far a group's committed offset
-// trails the high watermark.
-func (b *Broker) GroupLag(groupID string) ([]group.PartitionLag, error) {
+// trails the high watermark. A read-only Broker (OpenReadOnly) reads the
+// commits from the files at each call, so a monitoring program can watch a
+// running application's groups; a group it does not find is an error
+// matching ErrGroupNotFound.
+func (b *Broker) GroupLag(groupID string) ([]PartitionLag, error) {
+	if b.readOnly {
+		return b.readOnlyGroupLag(groupID)
+	}
 	c, err := b.groups.coordinator(b)
 	if err != nil {
 		return nil, err
 	}
+	return c.Lag(groupID)
+}
+
+// readOnlyGroupLag loads a coordinator over the offsets topic's read-only
+// logs for one call: it writes nothing (its Store refuses appends), and a
+// fresh load sees what the writer committed since the last call.
+func (b *Broker) readOnlyGroupLag(groupID string) ([]PartitionLag, error) {
+	if b.closed.Load() {
+		return nil, ErrClosed
+	}
+	ts, ok := (*b.topics.Load())[group.OffsetsTopic]
+	if !ok {
+		return nil, fmt.Errorf("group %q: %w", groupID, group.ErrGroupIDNotFound)
+	}
+	logs := make([]*log.Log, len(ts.parts))
+	for i, p := range ts.parts {
+		if p == nil {
+			return nil, fmt.Errorf("folio: partition %d of %s did not open", i, group.OffsetsTopic)
+		}
+		logs[i] = p.Log()
+	}
+	c, err := group.NewCoordinator(&group.Options{
+		Store:  group.LogStore(logs),
+		Topics: groupTopics{b},
+		Logger: b.logger,
+		Now:    b.opts.Now,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("folio: loading %s: %w", group.OffsetsTopic, err)
+	}
+	defer c.Close()
 	return c.Lag(groupID)
 }
 

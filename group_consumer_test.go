@@ -88,7 +88,7 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 func TestGroupQueueAndPubSub(t *testing.T) {
 	b := openT(t, t.TempDir(), nil)
 	createTopicT(t, b, "events", TopicConfig{Partitions: 6, Flush: FlushNone})
-	opts := &GroupOptions{Reset: group.ResetEarliest}
+	opts := &GroupOptions{Reset: ResetEarliest}
 	var workers []*groupApp
 	for range 3 {
 		workers = append(workers, startGroupApp(joinT(t, b, "workers", []string{"events"}, opts)))
@@ -118,7 +118,7 @@ func TestGroupQueueAndPubSub(t *testing.T) {
 			owned[tp] = true
 		}
 		for _, r := range w.stop(t) {
-			if !owned[TopicPartition{r.Topic, r.Partition}] {
+			if !owned[TopicPartition{Topic: r.Topic, Partition: r.Partition}] {
 				t.Fatalf("%s got %s-%d, not in its assignment %v", w.gc.MemberID(), r.Topic, r.Partition, w.gc.Assignment())
 			}
 			seen[[2]int64{int64(r.Partition), r.Offset}]++
@@ -175,7 +175,7 @@ func TestGroupResumesFromCommitAfterReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := produceN(t, p, "orders", "a", 90)
-	gc := joinT(t, b, "billing", []string{"orders"}, &GroupOptions{Reset: group.ResetEarliest, DisableAutoCommit: true})
+	gc := joinT(t, b, "billing", []string{"orders"}, &GroupOptions{Reset: ResetEarliest, DisableAutoCommit: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	got := map[[2]int64]bool{}
@@ -222,7 +222,7 @@ func TestGroupResumesFromCommitAfterReopen(t *testing.T) {
 	}
 	p = producerT(t, b, nil)
 	second := produceN(t, p, "orders", "b", 30)
-	gc = joinT(t, b, "billing", []string{"orders"}, &GroupOptions{Reset: group.ResetEarliest})
+	gc = joinT(t, b, "billing", []string{"orders"}, &GroupOptions{Reset: ResetEarliest})
 	want := map[[2]int64]bool{}
 	for _, po := range append(first, second...) {
 		if !got[po] {
@@ -269,8 +269,8 @@ func TestGroupZombieCommitRefused(t *testing.T) {
 	// An in-process member joins; the zombie has not rejoined, so the
 	// rebalance waits for it until the rebalance timeout (its session
 	// timeout here) and goes on without it.
-	gc := joinT(t, b, "g", []string{"t"}, &GroupOptions{Reset: group.ResetEarliest, DisableAutoCommit: true})
-	if err := gc.CommitOffsets(ctx, map[TopicPartition]int64{{"t", 0}: 8}); err != nil {
+	gc := joinT(t, b, "g", []string{"t"}, &GroupOptions{Reset: ResetEarliest, DisableAutoCommit: true})
+	if err := gc.CommitOffsets(ctx, map[TopicPartition]int64{{Topic: "t", Partition: 0}: 8}); err != nil {
 		t.Fatal(err)
 	}
 	zresp, err := coord.OffsetCommit(ctx, &group.OffsetCommitRequest{Group: "g", GenerationID: resp.GenerationID, MemberID: resp.MemberID,
@@ -321,7 +321,7 @@ func TestBrokerCloseClosesGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	produceN(t, p, "t", "c", 20)
-	gc, err := b.JoinGroup(context.Background(), "g", []string{"t"}, &GroupOptions{Reset: group.ResetEarliest})
+	gc, err := b.JoinGroup(context.Background(), "g", []string{"t"}, &GroupOptions{Reset: ResetEarliest})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,5 +352,142 @@ func TestBrokerCloseClosesGroups(t *testing.T) {
 	}
 	if len(lag) != 2 {
 		t.Fatalf("lag of %d partitions", len(lag))
+	}
+}
+
+// TestGroupConsumerSeek: GroupConsumer.Seek takes the Offset a Consumer's
+// Seek takes, and the next commit covers the new position.
+func TestGroupConsumerSeek(t *testing.T) {
+	b := openT(t, t.TempDir(), nil)
+	createTopicT(t, b, "t", TopicConfig{Flush: FlushNone})
+	p := producerT(t, b, nil)
+	produceN(t, p, "t", "a", 10)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	gc := joinT(t, b, "g", []string{"t"}, &GroupOptions{DisableAutoCommit: true})
+	defer gc.Close()
+	if err := gc.Seek("t", 0, AtOffset(7)); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := gc.Poll(ctx)
+	if err != nil || len(recs) != 3 || recs[0].Offset != 7 {
+		t.Fatalf("after Seek(AtOffset(7)): %d records from %v, %v", len(recs), recs, err)
+	}
+	if err := gc.Seek("t", 0, AtEarliest()); err != nil {
+		t.Fatal(err)
+	}
+	if err := gc.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lag, err := b.GroupLag("g")
+	if err != nil || len(lag) != 1 || lag[0].Committed != 0 || lag[0].Lag != 10 {
+		t.Fatalf("after Seek(AtEarliest()) and Commit: %+v, %v", lag, err)
+	}
+	if err := gc.Seek("t", 0, AtLatest()); err != nil {
+		t.Fatal(err)
+	}
+	if err := gc.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if lag, err = b.GroupLag("g"); err != nil || lag[0].Committed != 10 {
+		t.Fatalf("after Seek(AtLatest()) and Commit: %+v, %v", lag, err)
+	}
+	if err := gc.Seek("t", 5, AtEarliest()); err == nil {
+		t.Fatalf("Seek of a partition that does not exist: %v", err)
+	}
+}
+
+// TestDefaultResetIsEarliest: a program that produces first and then joins
+// a new group with default options reads what it produced (issue 11, 9c);
+// a plain Consumer with default options whose position fell below the log
+// start moves to it. The zero ResetPolicy is ResetEarliest.
+func TestDefaultResetIsEarliest(t *testing.T) {
+	if ResetPolicy(0) != ResetEarliest || group.ResetPolicy(0) != group.ResetEarliest {
+		t.Fatal("the zero ResetPolicy is not ResetEarliest")
+	}
+	b := openT(t, t.TempDir(), nil)
+	createTopicT(t, b, "t", TopicConfig{Partitions: 3, Flush: FlushNone})
+	p := producerT(t, b, nil)
+	produceN(t, p, "t", "a", 30)
+	gc := joinT(t, b, "new", []string{"t"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	seen := map[string]bool{}
+	for r, err := range gc.Records(ctx) {
+		if err != nil {
+			t.Fatalf("after %d records: %v", len(seen), err)
+		}
+		seen[string(r.Value)] = true
+		if len(seen) == 30 {
+			break
+		}
+	}
+	for i := range 30 {
+		if !seen[string(value("a", i))] {
+			t.Fatalf("record %d produced before the join was not read", i)
+		}
+	}
+	if err := gc.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := b.DeleteRecordsBefore("t", 0, 3); err != nil {
+		t.Fatal(err)
+	}
+	c := consumerT(t, b, nil)
+	if err := c.Assign(Assignment{Topic: "t", Partition: 0, Start: AtOffset(1)}); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := c.Poll(ctx)
+	if err != nil || len(recs) == 0 || recs[0].Offset != 3 {
+		t.Fatalf("default Consumer below the log start: %v, %v", recs, err)
+	}
+}
+
+// TestReadOnlyGroupLag: a read-only Broker beside a running application
+// reports a group's lag from the files, as of the call.
+func TestReadOnlyGroupLag(t *testing.T) {
+	dir := t.TempDir()
+	b := openT(t, dir, nil)
+	createTopicT(t, b, "t", TopicConfig{Partitions: 2, Flush: FlushNone})
+	p := producerT(t, b, &ProducerOptions{ManualPartitioning: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for i := range 10 {
+		if _, _, err := p.Produce(ctx, &Record{Topic: "t", Partition: int32(i % 2), Value: value("a", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gc := joinT(t, b, "g", []string{"t"}, &GroupOptions{DisableAutoCommit: true})
+	defer gc.Close()
+	if err := gc.CommitOffsets(ctx, map[TopicPartition]int64{{Topic: "t", Partition: 0}: 2}); err != nil {
+		t.Fatal(err)
+	}
+
+	ro, err := OpenReadOnly(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	lag, err := ro.GroupLag("g")
+	if err != nil || len(lag) != 2 || lag[0].Committed != 2 || lag[0].Lag != 3 || lag[1].Committed != -1 || lag[1].Lag != 5 {
+		t.Fatalf("read-only GroupLag: %+v, %v", lag, err)
+	}
+	// A later commit shows at the next call (after Refresh, which every
+	// read-only view of new records needs).
+	if err := gc.CommitOffsets(ctx, map[TopicPartition]int64{{Topic: "t", Partition: 1}: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ro.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	if lag, err = ro.GroupLag("g"); err != nil || lag[1].Committed != 5 || lag[1].Lag != 0 {
+		t.Fatalf("read-only GroupLag after a new commit: %+v, %v", lag, err)
+	}
+	if _, err := ro.GroupLag("nope"); !errors.Is(err, ErrGroupNotFound) {
+		t.Fatalf("read-only GroupLag of an unknown group: %v", err)
+	}
+	if ro.Stats().Groups.Groups != 0 {
+		t.Fatal("the read-only lag left a coordinator behind")
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"os"
 
 	"github.com/foliolog/folio"
-	"github.com/foliolog/folio/group"
 )
 
 // ExampleBroker_JoinGroup consumes a topic as a consumer group: the
@@ -32,8 +31,9 @@ func ExampleBroker_JoinGroup() {
 	}
 	_ = p.Close()
 
+	// A new group has no committed offset: it starts at the earliest
+	// offset (the default Reset), so it reads what was produced before.
 	gc, err := b.JoinGroup(ctx, "billing", []string{"orders"}, &folio.GroupOptions{
-		Reset: group.ResetEarliest, // no committed offset yet: from the start
 		OnAssigned: func(_ context.Context, tps []folio.TopicPartition) {
 			fmt.Println("assigned", tps)
 		},

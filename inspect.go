@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/foliolog/folio/errs"
 	"github.com/foliolog/folio/topic"
 	"github.com/foliolog/folio/vfs"
 )
@@ -103,8 +104,18 @@ func CheckMetadata(dir string) []error {
 			continue
 		}
 		if _, err := st.LoadSnapshot(data); err != nil {
-			errs = append(errs, fmt.Errorf("folio: producer-state snapshot %s: %w", filepath.Join(sdir, e.Name()), err))
+			errs = append(errs, snapshotErr(filepath.Join(sdir, e.Name()), err))
 		}
 	}
 	return errs
+}
+
+// snapshotErr reports a producer-state snapshot at path that does not load:
+// damage as an *errs.Corruption naming the file, anything else (a newer
+// version) with the file's name in front.
+func snapshotErr(path string, err error) error {
+	if errors.Is(err, ErrCorrupt) {
+		return errs.Corrupt(ErrCorrupt, path, -1, err)
+	}
+	return fmt.Errorf("folio: producer-state snapshot %s: %w", path, err)
 }

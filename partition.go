@@ -180,6 +180,9 @@ type snapshotFile struct {
 	name string
 }
 
+// String is the snapshot file's path, which the partition's messages name.
+func (f snapshotFile) String() string { return filepath.Join(f.d.path(), f.name) }
+
 func (f snapshotFile) ReadSnapshot() ([]byte, error) {
 	return readMetaFile(f.d.fs, f.d.path(), f.name)
 }

@@ -37,7 +37,9 @@ type ProducerOptions struct {
 	// BatchBytes caps the uncompressed size of one batch, and is how many
 	// bytes of unkeyed records go to one partition before the sticky
 	// partitioner moves on. Default DefaultBatchBytes. A topic's
-	// MaxMessageBytes caps it further.
+	// MaxMessageBytes caps it further. It does not cap a record: one
+	// larger than BatchBytes goes in a batch of its own, and only one
+	// larger than the topic's MaxMessageBytes fails (ErrMessageTooLarge).
 	BatchBytes int
 
 	// MaxBufferedBytes caps the memory held by records produced and not
@@ -299,9 +301,13 @@ func (p *Producer) route(rec *Record) (*prodPart, error) {
 		return nil, fmt.Errorf("folio: partitioning for %q: %w", rec.Topic, err)
 	}
 	pp := pt.parts[idx]
-	if alone > pp.limit {
-		return nil, fmt.Errorf("%w: record of %d bytes in a batch of its own; %s takes batches up to %d bytes",
-			ErrMessageTooLarge, alone, pp.p, pp.limit)
+	// BatchBytes caps how many records go together, not how large one may
+	// be: a record above it that fits the topic's max.message.bytes goes
+	// in a batch of its own (add seals the batches around it), as with
+	// Kafka's batch.size.
+	if alone > pp.maxBatch {
+		return nil, fmt.Errorf("%w: record of %d bytes in a batch of its own; %s takes batches up to %d bytes (max.message.bytes)",
+			ErrMessageTooLarge, alone, pp.p, pp.maxBatch)
 	}
 	return pp, nil
 }
@@ -373,7 +379,10 @@ func (p *Producer) finish(n int, size int64) {
 // Flush appends every buffered record now, without lingering, and waits
 // until every record produced before and during the call is settled (its
 // callback ran). If ctx ends first it returns ctx's error; the records'
-// outcomes are then still reported to their callbacks.
+// outcomes are then still reported to their callbacks. A record's failure
+// is reported to its callback only: Flush returns nil once every record
+// settled, acknowledged or failed, so a caller that must know counts the
+// failures in its callbacks (see the README's program).
 func (p *Producer) Flush(ctx context.Context) error {
 	p.flushing.Add(1)
 	defer p.flushing.Add(-1)
@@ -417,7 +426,8 @@ func (p *Producer) Close() error {
 		return ErrClosed
 	}
 	p.mem.wake()
-	p.closeMu.Lock() // no produce call is buffering past this point
+	p.closeMu.Lock()
+	//lint:ignore SA2001 a barrier: once taken, no produce call is buffering past this point
 	p.closeMu.Unlock()
 	p.flushing.Add(1)
 	p.kickAll()
@@ -438,7 +448,7 @@ type prodPart struct {
 	p           *brokerPart
 	partitioner *topic.Partitioner
 	nparts      int32
-	limit       int // the largest batch, by uncompressed size
+	limit       int // the uncompressed size at which a batch is sealed; a record above it goes alone
 	maxBatch    int // the largest batch the partition stores
 	codec       record.Codec
 

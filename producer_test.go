@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -289,10 +290,17 @@ func TestProduceBlocksOnMemoryCap(t *testing.T) {
 		_, _, err := p.Produce(context.Background(), &Record{Topic: "t", Value: val})
 		resumed <- err
 	}()
+	// It waits at the memory gate (its waiter count proves it) until
+	// memory is freed.
+	for deadline := time.Now().Add(30 * time.Second); p.mem.waiters.Load() == 0; runtime.Gosched() {
+		if time.Now().After(deadline) {
+			t.Fatal("the produce past the cap never waited for memory")
+		}
+	}
 	select {
 	case err := <-resumed:
 		t.Fatalf("produce past the cap returned %v before memory was freed", err)
-	case <-time.After(20 * time.Millisecond):
+	default:
 	}
 	release()
 	if err := <-resumed; err != nil {

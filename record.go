@@ -1,6 +1,9 @@
 package folio
 
 import (
+	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/foliolog/folio/record"
@@ -35,6 +38,64 @@ type Record struct {
 	// TimestampType LogAppendTime, the time the log appended it, to the
 	// millisecond.
 	Timestamp time.Time
+}
+
+// Format prints a record for %v and %+v with its key, value and header
+// values as quoted strings (nil, a null, as nil), so that a printed record
+// shows what it holds rather than byte numbers:
+//
+//	{Topic:events Partition:0 Offset:7 Key:"k1" Value:"hello" Headers:[{Key:h Value:"v"}] Timestamp:...}
+//
+// Other verbs, %#v included, print the struct as fmt would without this
+// method.
+func (r Record) Format(f fmt.State, verb rune) {
+	type plain Record // no Format method
+	if verb != 'v' || f.Flag('#') {
+		fmt.Fprintf(f, fmt.FormatString(f, verb), plain(r))
+		return
+	}
+	plus := f.Flag('+')
+	var b strings.Builder
+	field := func(name, value string) {
+		if b.Len() > 1 {
+			b.WriteByte(' ')
+		}
+		if plus {
+			b.WriteString(name)
+			b.WriteByte(':')
+		}
+		b.WriteString(value)
+	}
+	b.WriteByte('{')
+	field("Topic", r.Topic)
+	field("Partition", strconv.FormatInt(int64(r.Partition), 10))
+	field("Offset", strconv.FormatInt(r.Offset, 10))
+	field("Key", quoteBytes(r.Key))
+	field("Value", quoteBytes(r.Value))
+	var hs strings.Builder
+	hs.WriteByte('[')
+	for i, h := range r.Headers {
+		if i > 0 {
+			hs.WriteByte(' ')
+		}
+		if plus {
+			fmt.Fprintf(&hs, "{Key:%s Value:%s}", h.Key, quoteBytes(h.Value))
+		} else {
+			fmt.Fprintf(&hs, "{%s %s}", h.Key, quoteBytes(h.Value))
+		}
+	}
+	hs.WriteByte(']')
+	field("Headers", hs.String())
+	field("Timestamp", r.Timestamp.String())
+	b.WriteByte('}')
+	_, _ = f.Write([]byte(b.String()))
+}
+
+func quoteBytes(b []byte) string {
+	if b == nil {
+		return "nil"
+	}
+	return strconv.Quote(string(b))
 }
 
 // timestampMillis is the record's timestamp as Kafka stores it, the time

@@ -9,6 +9,7 @@ import (
 
 	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/partition"
+	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/topic"
 )
 
@@ -20,26 +21,90 @@ import (
 // "flush", ...).
 type TopicConfig = topic.Config
 
+// FlushPolicy is what an acknowledgement of a produced record waits for
+// (TopicConfig.Flush): FlushSync (the default), FlushNone, FlushInterval(d)
+// or FlushEveryN(n). Its text form, for flags and configuration files, is
+// "sync", "none", "interval:<duration>" or "every:<n>" (ParseFlushPolicy).
+// It is the log package's type.
+type FlushPolicy = log.FlushPolicy
+
 // Flush policies for TopicConfig.Flush.
 var (
 	// FlushSync acknowledges a record after an fsync covers it (group
 	// commit): it survives power loss. The default.
-	FlushSync = topic.FlushPolicy{Mode: topic.FlushSync}
+	FlushSync = log.FlushSync
 	// FlushNone acknowledges once the record is in the page cache: it
 	// survives a crash of the process, not of the machine.
-	FlushNone = topic.FlushPolicy{Mode: topic.FlushNone}
+	FlushNone = log.FlushNone
 )
 
 // FlushInterval fsyncs at most d after the first unsynced append: a power
 // cut loses at most about d of acknowledged records.
-func FlushInterval(d time.Duration) topic.FlushPolicy {
-	return topic.FlushPolicy{Mode: topic.FlushInterval, Interval: d}
-}
+func FlushInterval(d time.Duration) FlushPolicy { return log.FlushInterval(d) }
 
 // FlushEveryN fsyncs once n records are unsynced.
-func FlushEveryN(n int64) topic.FlushPolicy {
-	return topic.FlushPolicy{Mode: topic.FlushEveryN, EveryN: n}
-}
+func FlushEveryN(n int64) FlushPolicy { return log.FlushEveryN(n) }
+
+// ParseFlushPolicy parses a FlushPolicy's text form: sync | none |
+// interval:<duration> | every:<n>.
+func ParseFlushPolicy(s string) (FlushPolicy, error) { return log.ParseFlushPolicy(s) }
+
+// ReadPath is how a topic's reads reach its segment files
+// (TopicConfig.ReadPath): ReadMmap (the default) or ReadSendfile. Its text
+// form is "mmap" or "sendfile". It is the readpath package's type.
+type ReadPath = readpath.Kind
+
+// Read paths for TopicConfig.ReadPath.
+const (
+	// ReadMmap reads through read-only mappings of the segments, and writes
+	// to sockets from the mapping. The default.
+	ReadMmap = readpath.Mmap
+	// ReadSendfile reads with pread in process, and sends to TCP sockets
+	// with sendfile(2).
+	ReadSendfile = readpath.Sendfile
+)
+
+// The other enumerations of a TopicConfig, named here so that configuring a
+// topic needs no import of the topic package. Each is the topic package's
+// type, with its text form for flags and configuration files.
+type (
+	// CleanupPolicy is how a topic sheds old records (TopicConfig.Cleanup).
+	CleanupPolicy = topic.CleanupPolicy
+	// TimestampType is whose clock stamps a topic's records
+	// (TopicConfig.TimestampType).
+	TimestampType = topic.TimestampType
+	// Compression is the codec a topic stores batches with
+	// (TopicConfig.Compression).
+	Compression = topic.Compression
+)
+
+const (
+	// CleanupDelete deletes whole segments past retention. The default.
+	CleanupDelete = topic.CleanupDelete
+	// CleanupCompact keeps the latest record of each key (a table's
+	// changelog); retention does not delete.
+	CleanupCompact = topic.CleanupCompact
+	// CleanupCompactDelete compacts, and deletes segments past retention.
+	CleanupCompactDelete = topic.CleanupCompactDelete
+
+	// CreateTime keeps the producer's timestamps. The default.
+	CreateTime = topic.CreateTime
+	// LogAppendTime stamps each batch with the log's clock at append.
+	LogAppendTime = topic.LogAppendTime
+
+	// CompressionProducer keeps each batch as the producer compressed it.
+	// The default.
+	CompressionProducer = topic.CompressionProducer
+	CompressionNone     = topic.CompressionNone
+	CompressionGzip     = topic.CompressionGzip
+	CompressionSnappy   = topic.CompressionSnappy
+	CompressionLZ4      = topic.CompressionLZ4
+	CompressionZstd     = topic.CompressionZstd
+
+	// Unlimited, in TopicConfig.RetentionBytes or RetentionAge, keeps data
+	// regardless of size or age (Kafka's -1).
+	Unlimited = topic.Unlimited
+)
 
 // TopicInfo describes a topic and the offsets of its partitions.
 type TopicInfo struct {
@@ -132,7 +197,9 @@ func (b *Broker) publishLocked(ts *topicState, n int32) {
 
 // DeleteTopic deletes a topic and its records. Producers and consumers using
 // it get ErrUnknownTopic from then on; records a consumer already holds
-// stay valid. Internal topics cannot be deleted (ErrReservedName).
+// stay valid. Internal topics cannot be deleted (ErrReservedName). Every
+// group's committed offsets in the topic are deleted too, durably, as in
+// Kafka: a topic created again under the name starts without them.
 func (b *Broker) DeleteTopic(name string) error {
 	if topic.IsInternal(name) {
 		return fmt.Errorf("%w: %q is internal and cannot be deleted", ErrReservedName, name)
@@ -157,6 +224,16 @@ func (b *Broker) DeleteTopic(name string) error {
 	for _, p := range ts.parts {
 		if err := p.CloseDeleted(); err != nil && !errors.Is(err, log.ErrClosed) {
 			errs = append(errs, err)
+		}
+	}
+	// The groups' offsets go too, as in Kafka: durably, before the catalog
+	// forgets the topic, so that a topic created again under the name
+	// never inherits them. The topic is unpublished, so no commit for it
+	// is taken any more. Should a crash or a failed write leave some, the
+	// coordinator's load drops the offsets of topics that do not exist.
+	if c := b.groups.loaded.Load(); c != nil {
+		if err := c.DeleteTopicOffsets(name); err != nil {
+			errs = append(errs, fmt.Errorf("deleting the groups' offsets: %w", err))
 		}
 	}
 	if err := b.catalog.Delete(name); err != nil {

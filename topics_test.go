@@ -24,7 +24,7 @@ func TestTopicLifecycle(t *testing.T) {
 		RetentionAge:    time.Hour,
 		SegmentBytes:    64 << 10,
 		Flush:           FlushNone,
-		ReadPath:        topic.ReadSendfile,
+		ReadPath:        ReadSendfile,
 		Cleanup:         topic.CleanupCompactDelete,
 		TimestampType:   topic.LogAppendTime,
 		MaxMessageBytes: 4096,
@@ -162,7 +162,7 @@ func TestTopicConfigRefused(t *testing.T) {
 		"partitions":     {Partitions: -1},
 		"segment bytes":  {SegmentBytes: 100}, // valid for the catalog, too small for a log
 		"max message":    {MaxMessageBytes: 10},
-		"flush interval": {Flush: topic.FlushPolicy{Mode: topic.FlushInterval}},
+		"flush interval": {Flush: FlushInterval(0)},
 	}
 	for name, cfg := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -32,7 +32,9 @@ func TestWaitManyPartitions(t *testing.T) {
 			results <- recs[0]
 		}()
 	}
-	time.Sleep(100 * time.Millisecond) // let them park
+	for p := range int32(parts) {
+		waitParked(t, b, "t", p, consumers)
+	}
 	if extra := runtime.NumGoroutine() - base; extra > consumers+4 {
 		t.Fatalf("%d goroutines for %d consumers waiting on %d partitions", extra, consumers, parts)
 	}

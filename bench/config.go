@@ -17,9 +17,10 @@ const (
 	suiteLatency    = "latency"
 	suiteRecovery   = "recovery"
 	suitePartitions = "partitions"
+	suiteFetch      = "fetch"
 )
 
-var allSuites = []string{suiteReadPaths, suiteAppend, suiteLatency, suiteRecovery, suitePartitions}
+var allSuites = []string{suiteReadPaths, suiteAppend, suiteLatency, suiteRecovery, suitePartitions, suiteFetch}
 
 // Modes. The default mode is the documented subset of the full matrix that
 // finishes in under three minutes on a 2-core machine.

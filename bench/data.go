@@ -147,6 +147,9 @@ func checkFetchPlan(ds *dataset, plan []fetch, maxBytes int) error {
 		}
 		v, err := seg.Read(ds.Batches[bi].BaseOffset, maxBytes, -1)
 		if err != nil {
+			if v != nil {
+				v.Release()
+			}
 			return fmt.Errorf("bench: segment read at offset %d: %w", ds.Batches[bi].BaseOffset, err)
 		}
 		pos, n := v.Pos(), v.Len()

@@ -31,6 +31,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if addr, ok := childAddr(args); ok {
 		return childMain(addr, stderr)
 	}
+	if dir, ok := fetchServerDir(args); ok {
+		return fetchServerMain(dir, stdout, os.Stdin, stderr)
+	}
 	cfg, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
@@ -89,6 +92,7 @@ var suiteFuncs = map[string]suiteFunc{
 	suiteLatency:    runLatency,
 	suiteRecovery:   runRecovery,
 	suitePartitions: runPartitions,
+	suiteFetch:      runFetch,
 }
 
 // runSuites runs the selected suites in order. A failing suite does not

@@ -16,6 +16,9 @@ func TestMain(m *testing.M) {
 		if addr, ok := childAddr(os.Args[1:]); ok {
 			os.Exit(childMain(addr, os.Stderr))
 		}
+		if dir, ok := fetchServerDir(os.Args[1:]); ok {
+			os.Exit(fetchServerMain(dir, os.Stdout, os.Stdin, os.Stderr))
+		}
 	}
 	goleak.VerifyTestMain(m)
 }

@@ -19,9 +19,8 @@ import (
 // benchGroup is a group of in-process members polling on their own
 // goroutines, with callbacks that return at once.
 type benchGroup struct {
-	c       *Coordinator
-	topics  *memTopics
-	members []*benchMember
+	c      *Coordinator
+	topics *memTopics
 }
 
 type benchMember struct {

@@ -33,7 +33,7 @@ type Options struct {
 	// Required.
 	Topics Topics
 	// Logger hears rebalances, expired members, offsets clamped at load
-	// and records skipped at load. Default: discard.
+	// and records skipped at load, and damage cut at load. Default: discard.
 	Logger *slog.Logger
 	// Now stamps commits (the commit timestamp of the record). Default
 	// time.Now. Session, rebalance and sync timeouts run on the runtime's
@@ -179,13 +179,6 @@ func (c *Coordinator) Close() error {
 
 // errClosed is what requests get from a closed coordinator.
 func errClosed() error { return fmt.Errorf("%w: %w", ErrClosed, ErrCoordinatorNotAvailable) }
-
-// isClosed reports whether Close was called.
-func (c *Coordinator) isClosed() bool {
-	c.groupsMu.Lock()
-	defer c.groupsMu.Unlock()
-	return c.closed
-}
 
 // lookup returns a group, or nil if the coordinator does not know it.
 func (c *Coordinator) lookup(id string) (*group, error) {

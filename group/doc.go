@@ -53,6 +53,12 @@
 // members, and a Poll that waits for records is interrupted), not only at
 // its next heartbeat.
 //
+// In a partition the group has no committed offset for, a member starts
+// where its ResetPolicy says: by default (ResetEarliest, the zero value)
+// at the log start offset, so a group that joins after records were
+// produced reads them, as franz-go's and kafka-go's consumers do (Java
+// Kafka's default is latest; choose ResetLatest for that).
+//
 // With cooperative-sticky (the default) members keep their partitions
 // through a rebalance; a partition that must move is revoked from its
 // owner in one rebalance and given to its new owner in the next, after the
@@ -107,7 +113,11 @@
 // the group had consumed were lost afterwards (a power cut under a flush
 // policy other than FlushSync), is clamped to the log end, durably, and
 // reported (Logger and Stats().Clamped), so that the records written next
-// at those offsets are not skipped. Lag reports, per partition, how far a
+// at those offsets are not skipped. A damaged batch in a partition of a
+// Store that is a Truncater (LogStore is) is cut, with every later record
+// of that partition, as a crash would have cut it, and reported to the
+// Logger with the damage (an *errs.Corruption); the commits before it are
+// kept, so a directory that holds a valid prefix always opens. Lag reports, per partition, how far a
 // group's committed offset trails the high watermark.
 //
 // # Wiring it into a Broker

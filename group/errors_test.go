@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,11 +96,13 @@ func (s batchesStore) Scan(_ int32, fn func(record.Batch) error) error {
 	return nil
 }
 
-// TestDamagedOffsetsPartition: damage in __consumer_offsets that stops the
-// load is an *errs.Corruption naming the partition and the batch's offset,
-// matching ErrCorrupt and errs.ErrCorrupt, whether the bytes fail their
-// checksum (found by the log store) or their records do not frame (found
-// by the coordinator).
+// TestDamagedOffsetsPartition: damage in __consumer_offsets is an
+// *errs.Corruption naming the partition and the batch's offset, matching
+// ErrCorrupt and errs.ErrCorrupt, whether the bytes fail their checksum
+// (found by the log store) or their records do not frame (found by the
+// coordinator). A Store that can cut (the log store) is cut at the damage
+// with a warning that carries it, keeping the commits before it; any other
+// Store fails the load with it.
 func TestDamagedOffsetsPartition(t *testing.T) {
 	t.Run("checksum", func(t *testing.T) {
 		dir := t.TempDir()
@@ -128,8 +131,33 @@ func TestDamagedOffsetsPartition(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer l.Close()
-		_, err = NewCoordinator(&Options{Store: LogStore([]*log.Log{l}), Topics: bigTopics{1}})
-		checkLocated(t, err, pdir, 2)
+		var warned warnings
+		c, err = NewCoordinator(&Options{Store: LogStore([]*log.Log{l}), Topics: bigTopics{1}, Logger: slog.New(&warned)})
+		if err != nil {
+			t.Fatalf("load of a partition with a valid prefix: %v", err)
+		}
+		defer c.Close()
+		damage, ok := warned.attr("damage").(error)
+		if !ok {
+			t.Fatalf("no warning carrying the damage: %v", warned.msgs)
+		}
+		checkLocated(t, damage, pdir, 2)
+		if from, to := warned.attr("cutFrom"), warned.attr("cutTo"); from != int64(2) || to != int64(3) {
+			t.Fatalf("warning says cut [%v, %v), want [2, 3)", from, to)
+		}
+		if off := fetchOffset(t, c, "g", TopicPartition{"t", 0}); off != 2 {
+			t.Fatalf("committed offset %d after the cut, want 2 (the last commit before the damage)", off)
+		}
+		if end := l.LogEndOffset(); end != 2 {
+			t.Fatalf("log end %d after the cut, want 2", end)
+		}
+		// The cut partition takes commits again, right after the cut.
+		if err := simpleCommit(c, "g", 0, 9); err != nil {
+			t.Fatal(err)
+		}
+		if end := l.LogEndOffset(); end != 3 {
+			t.Fatalf("log end %d after a commit, want 3", end)
+		}
 	})
 	t.Run("record framing", func(t *testing.T) {
 		bld, _ := record.NewBuilder(nil)
@@ -160,3 +188,26 @@ func checkLocated(t *testing.T, err error, path string, offset int64) {
 		t.Errorf("%q names %s %d times", err, path, n)
 	}
 }
+
+// warnings is a slog.Handler that keeps what was logged at Warn and above,
+// with the attributes' values as they were passed (errors stay errors).
+type warnings struct {
+	msgs  []string
+	attrs map[string]any
+}
+
+func (w *warnings) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (w *warnings) Handle(_ context.Context, r slog.Record) error {
+	w.msgs = append(w.msgs, r.Message)
+	if w.attrs == nil {
+		w.attrs = map[string]any{}
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		w.attrs[a.Key] = a.Value.Any()
+		return true
+	})
+	return nil
+}
+func (w *warnings) WithAttrs([]slog.Attr) slog.Handler { return w }
+func (w *warnings) WithGroup(string) slog.Handler      { return w }
+func (w *warnings) attr(key string) any                { return w.attrs[key] }

@@ -181,7 +181,7 @@ func Example() {
 	}
 	lag, _ := coord.Lag("billing")
 	for _, l := range lag {
-		fmt.Printf("%s committed %d lag %d\n", l.TopicPartition, l.Committed, l.Lag)
+		fmt.Printf("%s-%d committed %d lag %d\n", l.Topic, l.Partition, l.Committed, l.Lag)
 	}
 	_ = m.Close()
 	// Output:

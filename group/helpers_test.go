@@ -81,30 +81,6 @@ func (s *memStore) Scan(p int32, fn func(record.Batch) error) error {
 	return nil
 }
 
-// records returns the decoded records of the store in order.
-func (s *memStore) records(t testing.TB) []offsetRecord {
-	t.Helper()
-	var out []offsetRecord
-	for p := int32(0); p < s.Partitions(); p++ {
-		_ = s.Scan(p, func(b record.Batch) error {
-			it := b.Records(nil)
-			defer it.Close()
-			for it.Next() {
-				r := it.Record()
-				or, kind, err := decodeOffsetRecord(r.Key(), r.Value(), r.ValueIsNull())
-				if err != nil {
-					t.Fatalf("store holds a bad record: %v", err)
-				}
-				if kind == kindOffsetCommit {
-					out = append(out, or)
-				}
-			}
-			return it.Err()
-		})
-	}
-	return out
-}
-
 // testRec is a record of memTopics.
 type testRec struct {
 	tp     TopicPartition
@@ -207,16 +183,6 @@ func (r *memReader) Unassign(tps []TopicPartition) error {
 	close(r.changed)
 	r.changed = make(chan struct{})
 	return nil
-}
-
-func (r *memReader) assigned() []TopicPartition {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []TopicPartition
-	for tp := range r.pos {
-		out = append(out, tp)
-	}
-	return sortedPartitions(out)
 }
 
 func (r *memReader) Poll(ctx context.Context) ([]testRec, error) {

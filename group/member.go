@@ -28,19 +28,25 @@ const (
 	DefaultClientID = "folio"
 )
 
-// ResetPolicy is where a member starts reading a partition it is assigned
-// when the group has no committed offset for it (Kafka's
-// auto.offset.reset).
+// ResetPolicy is where a consumer goes when it has no valid position in a
+// partition (Kafka's auto.offset.reset): for a group member, in a partition
+// the group has no committed offset for; for any consumer, when its
+// position lies outside the partition's offsets (below the log start after
+// retention deleted records, or past the end). The root package's
+// folio.ResetPolicy is this type; its plain Consumer uses it too.
 type ResetPolicy uint8
 
 const (
+	// ResetEarliest starts at the log start offset: a new group reads the
+	// backlog produced before it joined. The zero value, and the default
+	// (franz-go's and kafka-go's; Java Kafka's default is latest).
+	ResetEarliest ResetPolicy = iota
 	// ResetLatest starts at the high watermark: only records produced from
-	// then on are read. Kafka's default, and the zero value.
-	ResetLatest ResetPolicy = iota
-	// ResetEarliest starts at the log start offset.
-	ResetEarliest
-	// ResetNone leaves the partition without a position: Poll returns
-	// ErrNoOffset until the application Seeks it.
+	// then on are read.
+	ResetLatest
+	// ResetNone leaves the partition without a position and reports it: a
+	// member's Poll returns ErrNoOffset until the application Seeks it; a
+	// plain Consumer's Poll returns its out-of-range error.
 	ResetNone
 )
 
@@ -88,7 +94,7 @@ type MemberOptions struct {
 	// ClientID prefixes the member id. Default DefaultClientID.
 	ClientID string
 	// Reset says where to start in a partition without a committed
-	// offset. Default ResetLatest.
+	// offset. Default ResetEarliest.
 	Reset ResetPolicy
 	// DisableAutoCommit turns off auto-commit. With auto-commit on (the
 	// default), Poll commits every AutoCommitInterval what the
@@ -615,7 +621,7 @@ func (m *Member[R]) ensureActive(ctx context.Context) error {
 		if !need {
 			return nil
 		}
-		if err := m.joinAndSync(ctx); err != nil {
+		if err := m.rebalance(ctx); err != nil {
 			return err
 		}
 	}
@@ -655,27 +661,74 @@ func (m *Member[R]) dropLocked(tps []TopicPartition) {
 	}
 }
 
-// joinAndSync runs one rebalance from the member's side: JoinGroup, the
-// assignment if it leads, SyncGroup, and the new assignment applied.
-func (m *Member[R]) joinAndSync(ctx context.Context) error {
+// rebalance runs one rebalance from the member's side, in named steps:
+// prepareJoin (commit, and under the eager protocol revoke everything),
+// then join (JoinGroup) and sync (the assignment if it leads, SyncGroup)
+// until the group hands out an assignment, then applyAssignment. A
+// fencing on the way returns nil: ensureActive loses the partitions and
+// calls again. A rebalance cut short (ctx, a refusal, the assignor, the
+// Reader) leaves the member asking to rejoin: JoinGroup may have put it in
+// a generation whose share it never received or applied.
+func (m *Member[R]) rebalance(ctx context.Context) error {
 	m.mu.Lock()
 	m.inRebalance, m.rejoin = true, false
 	m.mu.Unlock()
 	defer func() {
 		m.mu.Lock()
-		m.inRebalance = false
+		// The poll timer starts anew: the time spent in the rebalance
+		// was the group's, not the application's (Kafka resets its poll
+		// timer when the heartbeat thread resumes after a join). Else a
+		// Join that waited longer than RebalanceTimeout for the group
+		// would leave it as soon as it got its assignment.
+		m.inRebalance, m.lastPoll = false, time.Now()
 		m.mu.Unlock()
 		select {
 		case m.kick <- struct{}{}: // heartbeat at once: a rebalance may have begun meanwhile
 		default:
 		}
 	}()
+	m.prepareJoin(ctx)
+	for {
+		resp, err := m.join(ctx)
+		if err == nil {
+			var tps []TopicPartition
+			var again bool
+			if tps, again, err = m.sync(ctx, resp); again {
+				continue
+			}
+			if err == nil {
+				err = m.applyAssignment(ctx, tps)
+			}
+		}
+		if errors.Is(err, errFencedInRebalance) {
+			return nil // lost and rejoined by ensureActive
+		}
+		if err != nil {
+			// The member's generation and partitions and the group's
+			// view of them may differ now: the next poll rejoins to
+			// settle them.
+			m.mu.Lock()
+			m.requestRejoinLocked()
+			m.mu.Unlock()
+		}
+		return err
+	}
+}
+
+// errFencedInRebalance is what join and sync return when the group fenced
+// the member (expelled it, or moved past its generation): rebalance hands
+// it back to ensureActive, which loses the partitions and rejoins.
+var errFencedInRebalance = errors.New("group: fenced during the rebalance")
+
+// prepareJoin readies the member for a JoinGroup (Kafka's onJoinPrepare):
+// a member in a generation commits what it processed while the partitions
+// are surely its own, and under the eager protocol gives up all of them.
+func (m *Member[R]) prepareJoin(ctx context.Context) {
 	m.mu.Lock()
 	inGeneration := m.memberID != "" && m.generation >= 0
 	m.mu.Unlock()
 	if inGeneration && !m.opts.DisableAutoCommit {
-		// Commit what was processed while the partitions are surely ours
-		// (Kafka's onJoinPrepare). A failure only means more redelivery.
+		// A failure only means more redelivery.
 		_ = m.commitProcessed(context.WithoutCancel(ctx), nil)
 	}
 	if m.protocol == Eager {
@@ -684,18 +737,27 @@ func (m *Member[R]) joinAndSync(ctx context.Context) error {
 		m.mu.Unlock()
 		m.revoke(ctx, all)
 	}
+}
+
+// join sends JoinGroup until the member is in a new generation: it takes
+// the member id the coordinator requires, and retries while the
+// coordinator is busy or the rebalance moves on. It returns the
+// generation's response, with the member's id, generation and leadership
+// set from it; errFencedInRebalance if the member was fenced; the fatal
+// error, ctx's, or the refusal otherwise.
+func (m *Member[R]) join(ctx context.Context) (*JoinGroupResponse, error) {
 	for {
 		if err := ctx.Err(); err != nil {
-			return context.Cause(ctx)
+			return nil, context.Cause(ctx)
 		}
 		m.mu.Lock()
 		if m.fatal != nil {
 			m.mu.Unlock()
-			return m.fatal
+			return nil, m.fatal
 		}
 		if m.fenced != nil {
 			m.mu.Unlock()
-			return nil // ensureActive loses the partitions and calls again
+			return nil, errFencedInRebalance
 		}
 		req := &JoinGroupRequest{
 			Group: m.group, SessionTimeout: m.opts.SessionTimeout, RebalanceTimeout: m.opts.RebalanceTimeout,
@@ -719,54 +781,58 @@ func (m *Member[R]) joinAndSync(ctx context.Context) error {
 		case errors.Is(err, ErrRebalanceInProgress), errors.Is(err, ErrCoordinatorNotAvailable) && !errors.Is(err, ErrClosed):
 			continue
 		case err != nil:
-			m.onRequestError(err, req.MemberID, gen)
-			if fencingError(err) && !errors.Is(err, ErrFencedInstanceID) {
-				return nil // lost and rejoined by ensureActive
-			}
-			return err
+			return nil, m.refused(err, req.MemberID, gen)
 		}
 		m.mu.Lock()
 		m.memberID, m.generation, m.leader = resp.MemberID, resp.GenerationID, resp.LeaderID == resp.MemberID
 		m.mu.Unlock()
-		var plan []SyncGroupAssignment
-		if resp.LeaderID == resp.MemberID && !resp.SkipAssignment {
-			if plan, err = m.assign(resp); err != nil {
-				return err
-			}
-		}
-		sresp, err := m.coord.SyncGroup(ctx, &SyncGroupRequest{
-			Group: m.group, GenerationID: resp.GenerationID, MemberID: resp.MemberID, InstanceID: m.opts.InstanceID,
-			ProtocolType: ProtocolTypeConsumer, ProtocolName: resp.ProtocolName, Assignments: plan,
-		})
-		switch {
-		case errors.Is(err, ErrRebalanceInProgress):
-			continue
-		case err != nil:
-			m.onRequestError(err, resp.MemberID, resp.GenerationID)
-			if fencingError(err) && !errors.Is(err, ErrFencedInstanceID) {
-				return nil
-			}
-			return err
-		}
-		tps, err := decodeAssignment(sresp.Assignment)
-		if err != nil {
-			m.mu.Lock()
-			m.setFatalLocked(err)
-			m.mu.Unlock()
-			return err
-		}
-		m.logger.Debug("group: joined", "group", m.group, "member", resp.MemberID, "generation", resp.GenerationID,
-			"protocol", resp.ProtocolName, "leader", resp.LeaderID == resp.MemberID, "partitions", len(tps))
-		if err := m.applyAssignment(ctx, tps); err != nil {
-			// The member's partitions and the group's view of them may
-			// differ now: the next poll rejoins to settle them.
-			m.mu.Lock()
-			m.requestRejoinLocked()
-			m.mu.Unlock()
-			return err
-		}
-		return nil
+		return resp, nil
 	}
+}
+
+// sync completes the generation resp started: the leader runs the assignor,
+// every member sends SyncGroup and decodes its share. again says the
+// rebalance moved on meanwhile and the member must join again; err is
+// errFencedInRebalance if the member was fenced.
+func (m *Member[R]) sync(ctx context.Context, resp *JoinGroupResponse) (tps []TopicPartition, again bool, err error) {
+	var plan []SyncGroupAssignment
+	if resp.LeaderID == resp.MemberID && !resp.SkipAssignment {
+		if plan, err = m.assign(resp); err != nil {
+			return nil, false, err
+		}
+	}
+	sresp, err := m.coord.SyncGroup(ctx, &SyncGroupRequest{
+		Group: m.group, GenerationID: resp.GenerationID, MemberID: resp.MemberID, InstanceID: m.opts.InstanceID,
+		ProtocolType: ProtocolTypeConsumer, ProtocolName: resp.ProtocolName, Assignments: plan,
+	})
+	switch {
+	case errors.Is(err, ErrRebalanceInProgress):
+		return nil, true, nil
+	case err != nil:
+		return nil, false, m.refused(err, resp.MemberID, resp.GenerationID)
+	}
+	tps, err = decodeAssignment(sresp.Assignment)
+	if err != nil {
+		m.mu.Lock()
+		m.setFatalLocked(err)
+		m.mu.Unlock()
+		return nil, false, err
+	}
+	m.logger.Debug("group: joined", "group", m.group, "member", resp.MemberID, "generation", resp.GenerationID,
+		"protocol", resp.ProtocolName, "leader", resp.LeaderID == resp.MemberID, "partitions", len(tps))
+	return tps, false, nil
+}
+
+// refused records what a refused JoinGroup or SyncGroup, sent as member id
+// at generation gen, says about the member (onRequestError), and returns
+// errFencedInRebalance for a fencing that a rejoin cures (any but of the
+// member's instance id, which is fatal), err otherwise.
+func (m *Member[R]) refused(err error, id string, gen int32) error {
+	m.onRequestError(err, id, gen)
+	if fencingError(err) && !errors.Is(err, ErrFencedInstanceID) {
+		return errFencedInRebalance
+	}
+	return err
 }
 
 // assign runs the group's assignor over every member's subscription, as the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -329,6 +330,109 @@ func (c *Coordinator) OffsetDelete(ctx context.Context, req *OffsetDeleteRequest
 	return resp, nil
 }
 
+// DeleteTopicOffsets removes every group's committed offsets in the named
+// topics, durably: a tombstone per offset in __consumer_offsets, as Kafka's
+// coordinator does when topics are deleted (onPartitionsDeleted), whether
+// or not members subscribe to them. The data directory's owner calls it
+// when it deletes a topic, once the topic can take no more commits, so
+// that a topic created again under the name starts without them. An offset
+// whose tombstone could not be written is dropped from memory all the same
+// (this session never serves it); the load drops what is left of a topic
+// that no longer exists (see NewCoordinator).
+func (c *Coordinator) DeleteTopicOffsets(topics ...string) error {
+	gone := map[string]bool{}
+	for _, t := range topics {
+		gone[t] = true
+	}
+	c.groupsMu.Lock()
+	if c.closed {
+		c.groupsMu.Unlock()
+		return errClosed()
+	}
+	groups := make([]*group, 0, len(c.groups))
+	for _, g := range c.groups {
+		groups = append(groups, g)
+	}
+	c.groupsMu.Unlock()
+	var errs []error
+	for _, g := range groups {
+		if err := c.deleteGroupOffsets(g, func(tp TopicPartition) bool { return gone[tp.Topic] }); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// deleteGroupOffsets writes tombstones for g's offsets that drop selects,
+// and removes them from memory even if the write fails.
+func (c *Coordinator) deleteGroupOffsets(g *group, drop func(TopicPartition) bool) error {
+	g.fenceMu.Lock() // no commit of g is between its check and its write
+	defer g.fenceMu.Unlock()
+	g.mu.Lock()
+	var tps []TopicPartition
+	for tp := range g.offsets {
+		if drop(tp) {
+			tps = append(tps, tp)
+		}
+	}
+	g.mu.Unlock()
+	if len(tps) == 0 {
+		return nil
+	}
+	now := c.opts.Now().UnixMilli()
+	recs := make([]offsetRecord, 0, len(tps))
+	for _, tp := range sortedPartitions(tps) {
+		recs = append(recs, offsetRecord{group: g.id, tp: tp, tombstone: true, commitTime: now})
+	}
+	first, err := c.write(g, recs)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i, r := range recs {
+		if err != nil {
+			delete(g.offsets, r.tp)
+			continue
+		}
+		g.applyLocked(r, first+int64(i))
+	}
+	if err != nil {
+		return storeError(g, err)
+	}
+	return nil
+}
+
+// dropDeletedTopics removes, at load, the offsets of topics that no longer
+// exist: their topic was deleted without its tombstones reaching the log
+// (a crash between the two). A commit is only taken for a topic that
+// exists, so such offsets are stale, and one kept would be inherited by a
+// topic created again under the name.
+func (c *Coordinator) dropDeletedTopics() { // before the coordinator is shared, like load
+	ids := slices.Sorted(maps.Keys(c.groups))
+	for _, id := range ids {
+		g := c.groups[id]
+		unknown := map[string]bool{}
+		for tp := range g.offsets {
+			if _, seen := unknown[tp.Topic]; !seen {
+				_, err := c.topics.Partitions(tp.Topic)
+				unknown[tp.Topic] = errors.Is(err, ErrUnknownTopicOrPartition)
+			}
+		}
+		n := 0
+		for _, u := range unknown {
+			if u {
+				n++
+			}
+		}
+		if n == 0 {
+			continue
+		}
+		if err := c.deleteGroupOffsets(g, func(tp TopicPartition) bool { return unknown[tp.Topic] }); err != nil {
+			c.logger.Error("group: deleting the offsets of deleted topics failed; they hold in memory only", "group", id, "err", err)
+			continue
+		}
+		c.logger.Info("group: deleted the committed offsets of topics that no longer exist", "group", id, "topics", n)
+	}
+}
+
 // subscribedTopicsLocked returns the topics the members subscribe to, read
 // from their consumer-protocol metadata.
 func (g *group) subscribedTopicsLocked() map[string]bool {
@@ -418,10 +522,11 @@ func (c *Coordinator) deleteGroup(id string) error {
 	return nil
 }
 
-// Lag returns, for every partition the group has a committed offset for or
-// assigns in its current generation, how far the committed offset trails
-// the high watermark. Partitions of topics that no longer exist are left
-// out. An unknown group is ErrGroupIDNotFound.
+// Lag returns, for every partition of the topics the group has a committed
+// offset in or assigns in its current generation, how far the committed
+// offset trails the high watermark (from the log start where it has none).
+// Partitions of topics that no longer exist are left out. An unknown group
+// is ErrGroupIDNotFound.
 func (c *Coordinator) Lag(groupID string) ([]PartitionLag, error) {
 	g, err := c.lookup(groupID)
 	if err != nil {
@@ -455,13 +560,29 @@ func (c *Coordinator) Lag(groupID string) ([]PartitionLag, error) {
 	for tp := range owners {
 		all = append(all, tp)
 	}
+	// Every partition of those topics, so that the backlog of a partition
+	// nobody committed in yet shows (from the log start), whether or not a
+	// member owns it now.
+	topics := map[string]bool{}
+	for _, tp := range all {
+		topics[tp.Topic] = true
+	}
+	for t := range topics {
+		n, err := c.topics.Partitions(t)
+		if err != nil {
+			continue
+		}
+		for p := range n {
+			all = append(all, TopicPartition{Topic: t, Partition: p})
+		}
+	}
 	out := make([]PartitionLag, 0, len(all))
 	for _, tp := range sortedPartitions(all) {
 		po, err := c.topics.Offsets(tp.Topic, tp.Partition)
 		if err != nil {
 			continue
 		}
-		pl := PartitionLag{TopicPartition: tp, Committed: -1, LogStartOffset: po.LogStart, HighWatermark: po.HighWatermark, MemberID: owners[tp]}
+		pl := PartitionLag{Topic: tp.Topic, Partition: tp.Partition, Committed: -1, LogStartOffset: po.LogStart, HighWatermark: po.HighWatermark, MemberID: owners[tp]}
 		from := po.LogStart
 		if off, ok := committed[tp]; ok {
 			pl.Committed, from = off, off
@@ -536,7 +657,10 @@ func (c *Coordinator) load() error {
 			}
 			return nil
 		})
-		if _, located := errors.AsType[*errs.Corruption](err); located {
+		if ce, located := errors.AsType[*errs.Corruption](err); located {
+			if c.cutDamage(p, ce, err) {
+				continue
+			}
 			// It names the partition and offset itself.
 			return fmt.Errorf("group: loading offsets: %w", err)
 		}
@@ -550,8 +674,29 @@ func (c *Coordinator) load() error {
 		}
 	}
 	c.applyLoadedMetadata(meta)
+	c.dropDeletedTopics()
 	c.clamp()
 	return nil
+}
+
+// cutDamage cuts partition p of the Store at the damage ce reports, when
+// the Store can (see Truncater), and says whether it did. The records
+// before the damage are loaded already; those from it on are gone, and the
+// warning says which.
+func (c *Coordinator) cutDamage(p int32, ce *errs.Corruption, err error) bool {
+	t, ok := c.store.(Truncater)
+	if !ok || ce.Offset < 0 {
+		return false
+	}
+	end, terr := t.Truncate(p, ce.Offset)
+	if terr != nil {
+		c.logger.Error("group: cutting a damaged offsets partition failed",
+			"partition", p, "offset", ce.Offset, "damage", err, "err", terr)
+		return false
+	}
+	c.logger.Warn("group: offsets partition damaged; cut at the damage, as after a crash: commits from there on are lost and their groups restart from earlier commits",
+		"partition", p, "path", ce.Path, "cutFrom", ce.Offset, "cutTo", end, "damage", err)
+	return true
 }
 
 // clamp moves committed offsets that lie beyond their partition's log end

@@ -26,11 +26,10 @@ type TopicPartition struct {
 
 func (tp TopicPartition) String() string { return tp.Topic + "-" + strconv.Itoa(int(tp.Partition)) }
 
-func (tp TopicPartition) less(o TopicPartition) bool {
-	if tp.Topic != o.Topic {
-		return tp.Topic < o.Topic
-	}
-	return tp.Partition < o.Partition
+// String returns "<topic>-<partition>@<offset>" (without it, the embedded
+// TopicPartition's String would print the partition alone).
+func (s StartOffset) String() string {
+	return s.TopicPartition.String() + "@" + strconv.FormatInt(s.Offset, 10)
 }
 
 // State is a group's state in the classic protocol.
@@ -327,9 +326,12 @@ type DeleteGroupResult struct {
 	Err   error
 }
 
-// PartitionLag is one partition's progress for a group.
+// PartitionLag is one partition's progress for a group. Its fields are
+// plain (no embedded TopicPartition, whose String would stand for the whole
+// value), so fmt's %v and %+v show every one.
 type PartitionLag struct {
-	TopicPartition
+	Topic     string
+	Partition int32
 	// Committed is the group's committed offset, -1 if it has none.
 	Committed int64
 	// LogStartOffset and HighWatermark are the partition's, when the lag

@@ -55,6 +55,39 @@ func TestRandomSchedule(t *testing.T) {
 	}
 }
 
+// TestRandomScheduleRegressions replays schedules that once failed. A
+// replay of a seed follows the same steps but not always the same
+// goroutine order, which these failures hung on, so each is replayed many
+// times; the deterministic tests named with each pin the bug down.
+func TestRandomScheduleRegressions(t *testing.T) {
+	replays := 50
+	if testing.Short() {
+		replays = 5
+	}
+	for _, r := range []struct {
+		name string
+		seed uint64
+		why  string
+	}{{
+		// Run 92 of -seed=1796164384325014665; failed in about 1 replay in 45
+		// under -race.
+		name: "LongJoinIsNoPollTimeout", seed: 1796164384325014757,
+		why: "m7's Join waited 14s (> RebalanceTimeout) for a leader that had stopped polling; " +
+			"its heartbeat took the wait for a poll timeout and left the moment m7 was assigned, " +
+			"and m6 was given its partitions while m7's OnLost had not run " +
+			"(TestJoinLongerThanRebalanceTimeoutIsNoPollTimeout)",
+	}} {
+		t.Run(r.name, func(t *testing.T) {
+			for i := range replays {
+				synctest.Test(t, func(t *testing.T) { runSchedule(t, r.seed, 120) })
+				if t.Failed() {
+					t.Fatalf("replay %d of seed %d failed: %s", i, r.seed, r.why)
+				}
+			}
+		})
+	}
+}
+
 // schedApp is one member process of the schedule.
 type schedApp struct {
 	name   string

@@ -32,6 +32,19 @@ type Store interface {
 	Scan(partition int32, fn func(record.Batch) error) error
 }
 
+// Truncater is a Store that can cut a partition's damaged tail. When the
+// Coordinator's load meets damage (an *errs.Corruption with the offset of
+// the first batch it could not use) in a Store that is a Truncater, it
+// cuts the partition there, warns with what was cut, and goes on with the
+// next partition, keeping every record before the damage: a directory that
+// holds a valid prefix of its offsets always opens, as after a crash. A
+// Store that is not a Truncater makes the load fail with the damage.
+type Truncater interface {
+	// Truncate removes the partition's records from offset on, durably,
+	// and returns the end the partition had before.
+	Truncate(partition int32, offset int64) (end int64, err error)
+}
+
 // Topics is the view of topic metadata the coordinator and members need:
 // partition counts (assignments, commit validation) and offsets (lag,
 // resets, and the check at load that no committed offset lies beyond its
@@ -91,12 +104,19 @@ func (s logStore) Scan(p int32, fn func(record.Batch) error) error {
 	// tail may be written but not yet visible to readers: make it durable
 	// so that the load sees every record the log holds, and a later load
 	// sees the same ones.
-	if err := l.Sync(); err != nil {
+	// A read-only log (a tool beside the writer) has nothing to sync: it
+	// sees what the writer made visible.
+	if err := l.Sync(); err != nil && !errors.Is(err, log.ErrReadOnly) {
 		return fmt.Errorf("group: syncing %s before loading: %w", l.Dir(), err)
 	}
 	off := l.LogStartOffset()
 	for off < l.HighWatermark() {
 		v, err := l.Read(off, scanReadBytes)
+		if err != nil && errors.Is(err, errs.ErrCorrupt) {
+			// The batch at off (or one in the same read) is damaged: say
+			// where, so that the load can cut the partition there.
+			return errs.Corrupt(ErrCorrupt, l.Dir(), -1, err).AtOffset(off)
+		}
 		if err != nil {
 			var oor *log.OffsetOutOfRangeError
 			if errors.As(err, &oor) && oor.Start > off {
@@ -143,4 +163,17 @@ func (s logStore) Scan(p int32, fn func(record.Batch) error) error {
 		off = next
 	}
 	return nil
+}
+
+// Truncate cuts partition p's log at offset (see Truncater).
+func (s logStore) Truncate(p int32, offset int64) (int64, error) {
+	l, err := s.log(p)
+	if err != nil {
+		return 0, err
+	}
+	end := l.LogEndOffset()
+	if err := l.TruncateTo(offset); err != nil {
+		return end, err
+	}
+	return end, nil
 }

@@ -47,6 +47,38 @@ type core struct {
 	f      vfs.File // open while writable; nil while sealed or closed
 	path   string
 	closed bool
+
+	// mem: the entries live in heap memory only (newMemCore), never in a
+	// file: mappings hold heap slices (own false), growth reallocates
+	// instead of allocating disk, and nothing is flushed.
+	mem bool
+}
+
+// newMemCore returns the core of an empty in-memory index whose first
+// entries go into buf (zeroed, a whole number of entries).
+func newMemCore(name string, base int64, opts *Options, entrySize int, buf []byte) (*core, error) {
+	o := opts.withDefaults()
+	if err := o.validate(entrySize); err != nil {
+		return nil, err
+	}
+	if base < 0 {
+		return nil, fmt.Errorf("%w: %s: base offset %d is negative", ErrOutOfRange, name, base)
+	}
+	c := &core{
+		fs:        vfs.Default, // never used: nothing is opened
+		base:      base,
+		entrySize: entrySize,
+		warm:      warmBytes / entrySize,
+		maxBytes:  o.MaxIndexBytes - o.MaxIndexBytes%int64(entrySize),
+		path:      name,
+		mem:       true,
+	}
+	capacity := c.maxBytes / int64(entrySize)
+	m := newMapping(buf, true, capacity, 0)
+	m.own = false
+	c.allocated = int64(len(buf))
+	c.cur.Store(m)
+	return c, nil
 }
 
 // sanityFunc checks an index's first and last entries (equal slices when it
@@ -263,7 +295,9 @@ func (c *core) appendLocked(m *mapping, check func(last []byte) (bool, error), p
 	}
 	end := (n + 1) * es
 	if end > c.allocated {
-		if err := c.growLocked(m); err != nil {
+		if c.mem {
+			m = c.growMemLocked(m)
+		} else if err := c.growLocked(m); err != nil {
 			return err
 		}
 	}
@@ -289,6 +323,23 @@ func (c *core) growLocked(m *mapping) error {
 	return nil
 }
 
+// growMemLocked gives an in-memory index room for more entries: it
+// publishes a copy of m's entries in a buffer twice as large (up to the
+// capacity) and returns it. Readers of m finish on the old buffer, which
+// the garbage collector takes once they are gone.
+func (c *core) growMemLocked(m *mapping) *mapping {
+	es := int64(c.entrySize)
+	size := min(max(2*c.allocated, memStepEntries*es), m.capacity*es)
+	data := make([]byte, size)
+	n := m.n.Load()
+	copy(data, m.data[:n*es])
+	next := newMapping(data, true, m.capacity, n)
+	next.own = false
+	c.swap(next)
+	c.allocated = size
+	return next
+}
+
 // flushRange is the part of m that holds entries, widened to whole pages
 // (msync wants a page-aligned start; the mapping starts on one).
 func (c *core) flushRange(m *mapping) []byte {
@@ -312,6 +363,13 @@ func (c *core) seal() error {
 	}
 	n := m.n.Load()
 	size := n * int64(c.entrySize)
+	if c.mem {
+		next := newMapping(m.data[:size:size], false, n, n)
+		next.own = false
+		c.swap(next)
+		c.allocated = 0
+		return nil
+	}
 	// Map the entries read-only before the file shrinks: the new mapping
 	// ends at the new size, so truncating never cuts a page it covers.
 	data, err := c.mapFile(c.f, size, false)
@@ -350,6 +408,9 @@ func (c *core) reactivate() error {
 	m := c.cur.Load()
 	if m.writable {
 		return nil
+	}
+	if c.mem {
+		return fmt.Errorf("%w: %s: reactivate", ErrInMemory, c.path)
 	}
 	f, err := c.fs.OpenFile(c.path, os.O_RDWR, 0)
 	if err != nil {
@@ -420,6 +481,12 @@ func (c *core) truncate(keep func(data []byte, n int) int) (err error) {
 		// check rejects, rather than stale entries past the log's end.
 		return c.zero(next, k*es, n*es)
 	}
+	if c.mem {
+		next := newMapping(m.data[:k*es:k*es], false, k, k)
+		next.own = false
+		c.swap(next)
+		return nil
+	}
 	// Sealed: the file must shrink to stay exactly its entries.
 	f, err := c.fs.OpenFile(c.path, os.O_RDWR, 0)
 	if err != nil {
@@ -476,6 +543,9 @@ func (c *core) rename(newPath string) error {
 	if c.closed {
 		return fmt.Errorf("%w: %s", ErrClosed, c.path)
 	}
+	if c.mem {
+		return fmt.Errorf("%w: %s: rename", ErrInMemory, c.path)
+	}
 	if err := c.fs.Rename(c.path, newPath); err != nil {
 		return fmt.Errorf("index: rename %s to %s: %w", c.path, newPath, err)
 	}
@@ -495,7 +565,7 @@ func (c *core) close() error {
 	}
 	m := c.cur.Load()
 	var errs []error
-	if m.writable {
+	if m.writable && !c.mem {
 		if err := flushMapping(c.flushRange(m)); err != nil {
 			errs = append(errs, fmt.Errorf("index: %s: msync: %w", c.path, err))
 		}

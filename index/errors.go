@@ -24,6 +24,10 @@ var (
 	// ErrReadOnly is returned by Append on a sealed (read-only) index.
 	// Reactivate makes it writable again.
 	ErrReadOnly = errors.New("index: index is read-only")
+	// ErrInMemory is returned by Rename and Reactivate of an index that
+	// lives in memory only (NewOffsetInMemory, NewTimeInMemory): it has no
+	// file to rename or reopen.
+	ErrInMemory = errors.New("index: index is in memory only")
 	// ErrClosed is returned by every method that can fail once Close has run,
 	// including a second Close. It matches errs.ErrClosed.
 	ErrClosed = errs.New("index: index is closed", errs.ErrClosed)

@@ -51,8 +51,8 @@ func (f *faultyFile) Truncate(size int64) error {
 	return f.File.Truncate(size)
 }
 
-// enospc is what vfs returns for a full disk: ErrNoSpace and the errno.
-var enospc = fmt.Errorf("fallocate: %w", errors.Join(vfs.ErrNoSpace, syscall.ENOSPC))
+// errENOSPC is what vfs returns for a full disk: ErrNoSpace and the errno.
+var errENOSPC = fmt.Errorf("fallocate: %w", errors.Join(vfs.ErrNoSpace, syscall.ENOSPC))
 
 // A full disk surfaces as ErrNoSpace from the Append that needs a new step;
 // nothing is written into unallocated pages, lookups keep working, and
@@ -66,7 +66,7 @@ func TestAppendNoSpace(t *testing.T) {
 	for i := range int64(AllocStepEntries) { // exactly fills the first step
 		mustNil(t, "Append", x.Append(i, i*10))
 	}
-	fsys.failAllocate(enospc)
+	fsys.failAllocate(errENOSPC)
 	for range 3 {
 		err := x.Append(AllocStepEntries, AllocStepEntries*10)
 		if !errors.Is(err, ErrNoSpace) || !errors.Is(err, vfs.ErrNoSpace) || !errors.Is(err, syscall.ENOSPC) {

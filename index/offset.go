@@ -24,7 +24,17 @@ type OffsetEntry struct {
 // appends (the segment's writer); any number look up concurrently, without
 // locks. See the package documentation for the model.
 type OffsetIndex struct {
-	c *core
+	table[OffsetEntry]
+}
+
+var offsetLayout = &layout[OffsetEntry]{
+	size: OffsetEntrySize,
+	decode: func(d []byte, i int, base int64) OffsetEntry {
+		return OffsetEntry{Offset: offsetAt(d, i, base), Position: positionAt(d, i)}
+	},
+	offset: offsetAt,
+	none:   func(base int64) OffsetEntry { return OffsetEntry{Offset: base} },
+	sanity: checkOffsetEntries,
 }
 
 // OpenOffset opens or creates the offset index at path for the segment
@@ -42,11 +52,11 @@ type OffsetIndex struct {
 // are two or more entries, an offset above the first entry's and a position
 // not below it. An empty file is a valid empty index.
 func OpenOffset(fsys vfs.FS, path string, baseOffset int64, writable bool, opts *Options) (*OffsetIndex, error) {
-	c, err := openCore(fsys, path, baseOffset, writable, opts, OffsetEntrySize, checkOffsetEntries)
+	t, err := openTable(fsys, path, baseOffset, writable, opts, offsetLayout)
 	if err != nil {
 		return nil, err
 	}
-	return &OffsetIndex{c: c}, nil
+	return &OffsetIndex{t}, nil
 }
 
 func checkOffsetEntries(first, last []byte, n int64) error {
@@ -71,19 +81,13 @@ func decodeOffsetEntry(b []byte) (rel, pos int32) {
 	return int32(binary.BigEndian.Uint32(b)), int32(binary.BigEndian.Uint32(b[4:]))
 }
 
-func (x *OffsetIndex) offsetAt(d []byte, i int) int64 {
-	return x.c.base + int64(int32(binary.BigEndian.Uint32(d[i*OffsetEntrySize:])))
+func offsetAt(d []byte, i int, base int64) int64 {
+	return base + int64(int32(binary.BigEndian.Uint32(d[i*OffsetEntrySize:])))
 }
 
-func (x *OffsetIndex) positionAt(d []byte, i int) int64 {
+func positionAt(d []byte, i int) int64 {
 	return int64(int32(binary.BigEndian.Uint32(d[i*OffsetEntrySize+4:])))
 }
-
-func (x *OffsetIndex) entryAt(d []byte, i int) OffsetEntry {
-	return OffsetEntry{Offset: x.offsetAt(d, i), Position: x.positionAt(d, i)}
-}
-
-func (x *OffsetIndex) baseEntry() OffsetEntry { return OffsetEntry{Offset: x.c.base} }
 
 // Append adds an entry for the batch at offset that starts at position in
 // the .log. Offsets must increase strictly and positions must not decrease
@@ -127,134 +131,35 @@ func (x *OffsetIndex) Append(offset int64, position int64) error {
 //
 // Lookup searches the last 8 KiB of entries first (see the package doc).
 func (x *OffsetIndex) Lookup(offset int64) OffsetEntry {
-	e := x.baseEntry()
-	_ = x.c.read(func(d []byte, n int) {
-		if i := floorSlot(n, x.c.warm, func(i int) int64 { return x.offsetAt(d, i) }, offset); i >= 0 {
-			e = x.entryAt(d, i)
-		}
-	})
-	return e
+	return x.floor(offset, x.offsets())
+}
+
+// offsets returns the key of the offset searches: a closure over the base,
+// so that the search's probe calls offsetAt directly (inlined), not through
+// the layout.
+func (x *OffsetIndex) offsets() func(d []byte, i int) int64 {
+	base := x.c.base
+	return func(d []byte, i int) int64 { return offsetAt(d, i, base) }
 }
 
 // UpperBound returns the entry with the smallest offset at or above offset,
 // and false when there is none (no entries, all below offset, closed, or a
 // fault).
 func (x *OffsetIndex) UpperBound(offset int64) (OffsetEntry, bool) {
-	return x.ceil(offset, x.offsetAt)
+	return x.ceil(offset, x.offsets())
 }
 
 // UpperBoundPosition returns the first entry whose position is at or above
 // pos, and false when there is none. A fetch bounded to a byte budget ends
 // its read at that entry's batch (Kafka's fetchUpperBoundOffset).
 func (x *OffsetIndex) UpperBoundPosition(pos int64) (OffsetEntry, bool) {
-	return x.ceil(pos, x.positionAt)
-}
-
-func (x *OffsetIndex) ceil(target int64, key func(d []byte, i int) int64) (OffsetEntry, bool) {
-	e, ok := x.baseEntry(), false
-	_ = x.c.read(func(d []byte, n int) {
-		if i := ceilSlot(n, x.c.warm, func(i int) int64 { return key(d, i) }, target); i >= 0 {
-			e, ok = x.entryAt(d, i), true
-		}
-	})
-	return e, ok
+	return x.ceil(pos, positionAt)
 }
 
 // Entry returns entry i (0 is the oldest). An i outside [0, Entries())
 // returns (baseOffset, 0), as does any i after Close.
-func (x *OffsetIndex) Entry(i int) OffsetEntry {
-	e := x.baseEntry()
-	_ = x.c.read(func(d []byte, n int) {
-		if i >= 0 && i < n {
-			e = x.entryAt(d, i)
-		}
-	})
-	return e
-}
+func (x *OffsetIndex) Entry(i int) OffsetEntry { return x.entry(i) }
 
 // LastEntry returns the newest entry, or (baseOffset, 0) and false when the
 // index is empty or closed.
-func (x *OffsetIndex) LastEntry() (OffsetEntry, bool) {
-	e, ok := x.baseEntry(), false
-	_ = x.c.read(func(d []byte, n int) {
-		if n > 0 {
-			e, ok = x.entryAt(d, n-1), true
-		}
-	})
-	return e, ok
-}
-
-// Entries is the number of entries lookups see (0 after Close).
-func (x *OffsetIndex) Entries() int { return x.c.entries() }
-
-// MaxEntries is how many entries the index can hold: MaxIndexBytes/8 while
-// writable, Entries() once sealed (0 after Close).
-func (x *OffsetIndex) MaxEntries() int { return x.c.maxEntries() }
-
-// Full reports whether Append would fail with ErrFull (always true once
-// sealed or closed): the segment rolls when its index is full.
-func (x *OffsetIndex) Full() bool { return x.c.full() }
-
-// Writable reports whether the index accepts Append (not sealed, not
-// closed).
-func (x *OffsetIndex) Writable() bool { return x.c.writable() }
-
-// SizeBytes is the size of the entries, Entries()*8: the file's size once
-// sealed or closed. While writable the file may be up to one allocation
-// step (AllocStepEntries) longer.
-func (x *OffsetIndex) SizeBytes() int64 { return x.c.sizeBytes() }
-
-// BaseOffset is the segment's base offset the entries are relative to.
-func (x *OffsetIndex) BaseOffset() int64 { return x.c.base }
-
-// Path is the index file's current path.
-func (x *OffsetIndex) Path() string { return x.c.name() }
-
-// TruncateTo drops every entry with an offset at or above offset, for a
-// segment whose log is being cut there. It works writable or sealed; a
-// sealed index's file shrinks with it (and stays sealed: call Reactivate to
-// append again). Readers that looked at the dropped entries finish before
-// the space is reused.
-func (x *OffsetIndex) TruncateTo(offset int64) error {
-	return x.c.truncate(func(d []byte, n int) int {
-		if i := ceilSlot(n, x.c.warm, func(i int) int64 { return x.offsetAt(d, i) }, offset); i >= 0 {
-			return i
-		}
-		return n
-	})
-}
-
-// Reset drops every entry, as before a rebuild from the log.
-func (x *OffsetIndex) Reset() error {
-	return x.c.truncate(func([]byte, int) int { return 0 })
-}
-
-// Seal makes the index read-only when its segment rolls: it trims the file
-// to Entries()*8 bytes (giving back the allocation ahead of the writer),
-// fsyncs it, remaps the entries read-only at that size and closes the file
-// descriptor. Lookups continue throughout. Sealing a sealed index does
-// nothing. If trimming or fsync fails the error is returned and the index
-// is read-only anyway; its file may then fail the sanity check at the next
-// open, and be rebuilt.
-func (x *OffsetIndex) Seal() error { return x.c.seal() }
-
-// Reactivate makes a sealed index writable again, mapped at MaxIndexBytes
-// (used when truncation makes a sealed segment the active one again). It
-// reopens the file by its path. Reactivating a writable index does
-// nothing.
-func (x *OffsetIndex) Reactivate() error { return x.c.reactivate() }
-
-// Sync makes the appended entries durable (fsync; msync first outside
-// Linux). It does not block Append. On a sealed index it does nothing:
-// Seal already synced it.
-func (x *OffsetIndex) Sync() error { return x.c.sync() }
-
-// Rename moves the index file (e.g. to its .deleted or .swap name); later
-// reopens use the new path.
-func (x *OffsetIndex) Rename(newPath string) error { return x.c.rename(newPath) }
-
-// Close waits for in-flight lookups, unmaps the index and, if writable,
-// trims the file to its entries (without fsync: call Sync first for that).
-// Lookups after Close answer as for an empty index; every other method
-// returns ErrClosed, and so does a second Close.
-func (x *OffsetIndex) Close() error { return x.c.close() }
+func (x *OffsetIndex) LastEntry() (OffsetEntry, bool) { return x.lastEntry() }

@@ -30,7 +30,17 @@ type TimeEntry struct {
 // increase strictly and its offsets never decrease. Concurrency and life
 // cycle are as for OffsetIndex.
 type TimeIndex struct {
-	c *core
+	table[TimeEntry]
+}
+
+var timeLayout = &layout[TimeEntry]{
+	size: TimeEntrySize,
+	decode: func(d []byte, i int, base int64) TimeEntry {
+		return TimeEntry{Timestamp: timestampAt(d, i), Offset: timeOffsetAt(d, i, base)}
+	},
+	offset: timeOffsetAt,
+	none:   func(base int64) TimeEntry { return TimeEntry{Timestamp: NoTimestamp, Offset: base} },
+	sanity: checkTimeEntries,
 }
 
 // OpenTime opens or creates the time index at path for the segment whose
@@ -40,11 +50,11 @@ type TimeIndex struct {
 // timestamp above the first's and a last offset not below the first's;
 // failures wrap ErrCorrupt.
 func OpenTime(fsys vfs.FS, path string, baseOffset int64, writable bool, opts *Options) (*TimeIndex, error) {
-	c, err := openCore(fsys, path, baseOffset, writable, opts, TimeEntrySize, checkTimeEntries)
+	t, err := openTable(fsys, path, baseOffset, writable, opts, timeLayout)
 	if err != nil {
 		return nil, err
 	}
-	return &TimeIndex{c: c}, nil
+	return &TimeIndex{t}, nil
 }
 
 func checkTimeEntries(first, last []byte, n int64) error {
@@ -69,20 +79,12 @@ func decodeTimeEntry(b []byte) (ts int64, rel int32) {
 	return int64(binary.BigEndian.Uint64(b)), int32(binary.BigEndian.Uint32(b[8:]))
 }
 
-func (x *TimeIndex) timestampAt(d []byte, i int) int64 {
+func timestampAt(d []byte, i int) int64 {
 	return int64(binary.BigEndian.Uint64(d[i*TimeEntrySize:]))
 }
 
-func (x *TimeIndex) offsetAt(d []byte, i int) int64 {
-	return x.c.base + int64(int32(binary.BigEndian.Uint32(d[i*TimeEntrySize+8:])))
-}
-
-func (x *TimeIndex) entryAt(d []byte, i int) TimeEntry {
-	return TimeEntry{Timestamp: x.timestampAt(d, i), Offset: x.offsetAt(d, i)}
-}
-
-func (x *TimeIndex) baseEntry() TimeEntry {
-	return TimeEntry{Timestamp: NoTimestamp, Offset: x.c.base}
+func timeOffsetAt(d []byte, i int, base int64) int64 {
+	return base + int64(int32(binary.BigEndian.Uint32(d[i*TimeEntrySize+8:])))
 }
 
 // Append records that the segment's maximum timestamp reached ts at the
@@ -120,103 +122,20 @@ func (x *TimeIndex) Append(ts int64, offset int64) error {
 // returned entry's offset the segment scans batches forward to the first
 // one whose max timestamp is at or after ts.
 func (x *TimeIndex) Lookup(ts int64) TimeEntry {
-	e := x.baseEntry()
-	_ = x.c.read(func(d []byte, n int) {
-		if i := floorSlot(n, x.c.warm, func(i int) int64 { return x.timestampAt(d, i) }, ts); i >= 0 {
-			e = x.entryAt(d, i)
-		}
-	})
-	return e
+	return x.floor(ts, timestampAt)
 }
 
 // UpperBound returns the entry with the smallest timestamp at or above ts,
 // and false when there is none. Its offset is a batch whose max timestamp
 // is at least ts, so the first record at or after ts is at or before it.
 func (x *TimeIndex) UpperBound(ts int64) (TimeEntry, bool) {
-	e, ok := x.baseEntry(), false
-	_ = x.c.read(func(d []byte, n int) {
-		if i := ceilSlot(n, x.c.warm, func(i int) int64 { return x.timestampAt(d, i) }, ts); i >= 0 {
-			e, ok = x.entryAt(d, i), true
-		}
-	})
-	return e, ok
+	return x.ceil(ts, timestampAt)
 }
 
 // Entry returns entry i (0 is the oldest). An i outside [0, Entries())
 // returns (NoTimestamp, baseOffset), as does any i after Close.
-func (x *TimeIndex) Entry(i int) TimeEntry {
-	e := x.baseEntry()
-	_ = x.c.read(func(d []byte, n int) {
-		if i >= 0 && i < n {
-			e = x.entryAt(d, i)
-		}
-	})
-	return e
-}
+func (x *TimeIndex) Entry(i int) TimeEntry { return x.entry(i) }
 
 // LastEntry returns the newest entry, or (NoTimestamp, baseOffset) and
 // false when the index is empty or closed.
-func (x *TimeIndex) LastEntry() (TimeEntry, bool) {
-	e, ok := x.baseEntry(), false
-	_ = x.c.read(func(d []byte, n int) {
-		if n > 0 {
-			e, ok = x.entryAt(d, n-1), true
-		}
-	})
-	return e, ok
-}
-
-// Entries is the number of entries lookups see (0 after Close).
-func (x *TimeIndex) Entries() int { return x.c.entries() }
-
-// MaxEntries is how many entries the index can hold: MaxIndexBytes/12
-// while writable, Entries() once sealed (0 after Close).
-func (x *TimeIndex) MaxEntries() int { return x.c.maxEntries() }
-
-// Full reports whether an Append that adds an entry would fail with
-// ErrFull (always true once sealed or closed).
-func (x *TimeIndex) Full() bool { return x.c.full() }
-
-// Writable reports whether the index accepts Append.
-func (x *TimeIndex) Writable() bool { return x.c.writable() }
-
-// SizeBytes is Entries()*12; see OffsetIndex.SizeBytes.
-func (x *TimeIndex) SizeBytes() int64 { return x.c.sizeBytes() }
-
-// BaseOffset is the segment's base offset the entries are relative to.
-func (x *TimeIndex) BaseOffset() int64 { return x.c.base }
-
-// Path is the index file's current path.
-func (x *TimeIndex) Path() string { return x.c.name() }
-
-// TruncateTo drops every entry whose offset is at or above offset; see
-// OffsetIndex.TruncateTo.
-func (x *TimeIndex) TruncateTo(offset int64) error {
-	return x.c.truncate(func(d []byte, n int) int {
-		if i := ceilSlot(n, x.c.warm, func(i int) int64 { return x.offsetAt(d, i) }, offset); i >= 0 {
-			return i
-		}
-		return n
-	})
-}
-
-// Reset drops every entry.
-func (x *TimeIndex) Reset() error {
-	return x.c.truncate(func([]byte, int) int { return 0 })
-}
-
-// Seal trims, fsyncs and remaps the index read-only; see OffsetIndex.Seal.
-func (x *TimeIndex) Seal() error { return x.c.seal() }
-
-// Reactivate makes a sealed index writable again; see
-// OffsetIndex.Reactivate.
-func (x *TimeIndex) Reactivate() error { return x.c.reactivate() }
-
-// Sync makes the appended entries durable; see OffsetIndex.Sync.
-func (x *TimeIndex) Sync() error { return x.c.sync() }
-
-// Rename moves the index file; see OffsetIndex.Rename.
-func (x *TimeIndex) Rename(newPath string) error { return x.c.rename(newPath) }
-
-// Close unmaps and closes the index; see OffsetIndex.Close.
-func (x *TimeIndex) Close() error { return x.c.close() }
+func (x *TimeIndex) LastEntry() (TimeEntry, bool) { return x.lastEntry() }

@@ -76,7 +76,8 @@ func (l *Log) stopCompaction() {
 		return
 	}
 	c.unregister(l)
-	l.cmp.cleanMu.Lock() // waits out a pass under way
+	l.cmp.cleanMu.Lock()
+	//lint:ignore SA2001 a barrier: the lock is taken only to wait out a pass under way
 	l.cmp.cleanMu.Unlock()
 	if l.cmp.private {
 		_ = c.Close()
@@ -111,7 +112,7 @@ func checkKeys(b record.Batch) error {
 	defer it.Close()
 	for i := 0; it.Next(); i++ {
 		if it.Record().KeyIsNull() {
-			return fmt.Errorf("%w: %w: record %d of the batch", ErrInvalidBatch, ErrNoKey, i)
+			return fmt.Errorf("%w: record %d of the batch", ErrNoKey, i)
 		}
 	}
 	if err := it.Err(); err != nil {
@@ -502,7 +503,7 @@ func (p *pass) buildMap() error {
 			return err
 		}
 		for {
-			b, _, err := r.next(false)
+			b, pos, err := r.next(false)
 			if err == io.EOF {
 				break
 			}
@@ -526,7 +527,7 @@ func (p *pass) buildMap() error {
 			}
 			if err := p.mapBatch(b); err != nil {
 				r.close()
-				return fmt.Errorf("%w: log: compaction: %s: %w", ErrCorrupt, r.path, err)
+				return r.corrupt(pos, err).AtOffset(b.BaseOffset())
 			}
 			mapped = b.LastOffset() + 1
 		}
@@ -640,7 +641,7 @@ func (p *pass) writeGroup(gi int) error {
 		// Sealed segments end where the next begins (rolls start the next
 		// segment at the log end, and recovery removes what follows a
 		// gap), and the group's last batch always stays.
-		return fmt.Errorf("%w: log: compaction: segments %d to %d end at %d, the next starts at %d", ErrCorrupt, g.base, pl.segs[g.to-1].base, w.last+1, g.end)
+		return chainGap(p.l.dir, g.base, pl.segs[g.to-1].base, w.last+1, g.end)
 	}
 	if err := w.finish(g.mtime); err != nil {
 		return err
@@ -659,7 +660,7 @@ func (p *pass) copySegment(w *cleanedWriter, base int64, dropTombstones, groupLa
 	}
 	defer r.close()
 	for {
-		b, _, err := r.next(false)
+		b, pos, err := r.next(false)
 		if err == io.EOF {
 			return nil
 		}
@@ -671,7 +672,7 @@ func (p *pass) copySegment(w *cleanedWriter, base int64, dropTombstones, groupLa
 		}
 		out, err := p.filterBatch(b, dropTombstones, groupLast && !r.more())
 		if err != nil {
-			return fmt.Errorf("log: compaction: %s at offset %d: %w", r.path, b.BaseOffset(), markCorrupt(err))
+			return r.batchErr(pos, b.BaseOffset(), err)
 		}
 		if out != nil {
 			if err := w.append(out); err != nil {
@@ -772,6 +773,11 @@ func (p *pass) builder(b record.Batch) (*record.Builder, error) {
 	bld.ProducerEpoch = b.ProducerEpoch()
 	bld.BaseSequence = b.BaseSequence()
 	bld.Transactional = b.IsTransactional()
+	// An emptied batch keeps b's max timestamp (Kafka's writeEmptyHeader):
+	// with NoTimestamp, a cleaned segment of empty batches had max
+	// timestamp -1, so it always passed the MinCompactionLag check and time
+	// retention never deleted it.
+	bld.EmptyTimestamp = b.MaxTimestamp()
 	if b.LogAppendTime() {
 		bld.LogAppendTime = true
 		bld.AppendTime = b.MaxTimestamp()
@@ -827,122 +833,225 @@ func (p *pass) removeCleaned() {
 }
 
 // swap replaces the groups' segments with the cleaned ones by Kafka's
-// crash-safe sequence (LocalLog.replaceSegments), fsyncing the directory
-// after each step:
+// crash-safe sequence (LocalLog.replaceSegments). Each step is a method
+// below whose documentation says what the directory holds before and after
+// it, and how Open (cleanup in open.go) resolves a crash between two steps;
+// every renaming step ends with a directory fsync, so a crash between
+// steps leaves exactly the state its documentation names:
 //
-//  1. rename every cleaned file from .cleaned to .swap, groups in
-//     descending offset order, each group's .log last;
-//  2. rename the replaced segments' files to .deleted;
-//  3. rename the .swap files to their live names;
-//  4. install the new segments for readers, then close the old ones and
-//     delete their .deleted files.
+//  1. checkSources, pinSources: the replaced segments are checked to be
+//     unchanged and loaded, so that readers of the last snapshot can go on
+//     reading them from their open files after the names are gone;
+//  2. stageSwaps: every .cleaned file becomes .swap;
+//  3. retireSources: the replaced segments' files become .deleted;
+//  4. promoteSwaps: the .swap files take their live names;
+//  5. installCleaned: the new segments replace the old ones for readers;
+//  6. removeSources: the old segments are closed and their .deleted files
+//     removed.
 //
-// Open resolves a crash anywhere in it (see cleanup in open.go): .cleaned
-// files are removed, and so is a .swap at or above the lowest .cleaned
-// offset (step 1 was not finished: the descending order guarantees that
-// every .swap lies above the .cleaned files left), so the log is as before
-// the pass; once step 1 is durable, each .log.swap is complete and takes
-// the place of the segments its offsets cover, so the log is as after it.
-//
-// retentionMu keeps TruncateTo, retention and Close out while it runs;
-// before it starts, the replaced segments are checked to be unchanged, and
-// loaded, so that readers of the last snapshot can go on reading them from
-// their open files after the names are gone. A failure after step 1 has
-// begun leaves the directory half swapped: the log fails (ErrFailed) and
-// the next Open finishes or undoes the swap.
+// A crash before step 2 is durable leaves the log as before the pass; one
+// after, as after it. retentionMu keeps TruncateTo, retention and Close out
+// while it runs. A failure once step 2 has begun leaves the directory half
+// swapped: the log fails (ErrFailed) and the next Open finishes the swap or
+// undoes it.
 func (p *pass) swap() error {
 	l := p.l
 	l.retentionMu.Lock()
 	defer l.retentionMu.Unlock()
 
+	srcs := p.sources()
+	if err := p.checkSources(srcs); err != nil {
+		return err
+	}
+	if err := p.pinSources(srcs); err != nil {
+		return err
+	}
+	if err := p.afterStep(swapPinned); err != nil {
+		p.installed = true // a dead process removes nothing
+		return err
+	}
+	renames := []struct {
+		step swapStep
+		run  func([]*segEntry) error
+	}{
+		{swapStaged, p.stageSwaps},
+		{swapRetired, p.retireSources},
+		{swapPromoted, p.promoteSwaps},
+	}
+	for _, s := range renames {
+		err := s.run(srcs)
+		p.installed = true // from the first rename on, the files are no longer the pass's to remove
+		if err == nil {
+			err = p.afterStep(s.step)
+		}
+		if err != nil {
+			return l.fail(err)
+		}
+	}
+	if err := l.installCleaned(p, srcs); err != nil {
+		return err
+	}
+	if err := p.afterStep(swapInstalled); err != nil {
+		return err
+	}
+	return p.removeSources(srcs)
+}
+
+// swapStep names the boundaries between the steps of swap, for tests that
+// crash there (Options.afterSwapStep).
+type swapStep int
+
+const (
+	swapPinned    swapStep = iota // sources checked and pinned; nothing renamed
+	swapStaged                    // after stageSwaps
+	swapRetired                   // after retireSources
+	swapPromoted                  // after promoteSwaps
+	swapInstalled                 // after installCleaned, before removeSources
+)
+
+func (s swapStep) String() string {
+	switch s {
+	case swapPinned:
+		return "pinned"
+	case swapStaged:
+		return "staged"
+	case swapRetired:
+		return "retired"
+	case swapPromoted:
+		return "promoted"
+	case swapInstalled:
+		return "installed"
+	}
+	return fmt.Sprintf("swapStep(%d)", int(s))
+}
+
+// afterStep calls the test hook, if any, at a step boundary of swap; an
+// error it returns stops the swap there, as a crash would.
+func (p *pass) afterStep(s swapStep) error {
+	if h := p.l.opts.afterSwapStep; h != nil {
+		return h(s)
+	}
+	return nil
+}
+
+// sources returns the segments the groups replace, in offset order.
+func (p *pass) sources() []*segEntry {
 	var srcs []*segEntry
 	for _, g := range p.groups {
 		srcs = append(srcs, p.pl.segs[g.from:g.to]...)
 	}
+	return srcs
+}
+
+// checkSources returns ErrCompactionAborted if a replaced segment is no
+// longer a sealed segment of the log (truncated, deleted, or not yet
+// sealed), and the log's error if it failed. The directory holds the live
+// segments and the durable .cleaned files before and after; a crash here
+// leaves the log as before the pass (Open removes .cleaned files).
+// retentionMu must be held.
+func (p *pass) checkSources(srcs []*segEntry) error {
+	l := p.l
 	l.appendMu.Lock()
-	err := l.appendErrLocked()
-	if err == nil {
-		for _, e := range srcs {
-			if got, ok := l.tree.Get(e); !ok || got != e || e == l.active || slices.Contains(l.pending, e) {
-				err = ErrCompactionAborted
-				break
-			}
-		}
-	}
-	l.appendMu.Unlock()
-	if err != nil {
+	defer l.appendMu.Unlock()
+	if err := l.appendErrLocked(); err != nil {
 		return err
 	}
-	// Pin the old segments' files: out of the caps (no idle close) and
-	// loaded.
+	for _, e := range srcs {
+		if got, ok := l.tree.Get(e); !ok || got != e || e == l.active || slices.Contains(l.pending, e) {
+			return ErrCompactionAborted
+		}
+	}
+	return nil
+}
+
+// pinSources takes the replaced segments out of the caps (no idle close)
+// and loads them, so that readers of the current snapshot can read them
+// from their open files once their names are gone. On error they are put
+// back. The directory is unchanged.
+func (p *pass) pinSources(srcs []*segEntry) error {
+	l := p.l
 	for i, e := range srcs {
 		l.caps.forget(&e.capEntry)
 		if _, err := e.seg.NextOffset(); err != nil {
 			for _, d := range srcs[:i+1] {
 				l.caps.add(&d.capEntry)
 			}
-			return markCorrupt(fmt.Errorf("log: compaction: load %s: %w", e.seg, err))
+			return markCorrupt(fmt.Errorf("log: compaction: load: %w", err)) // err names the segment
 		}
 	}
+	return nil
+}
 
-	rename := func(from, to string) error {
-		err := l.fs.Rename(filepath.Join(l.dir, from), filepath.Join(l.dir, to))
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("log: compaction: rename %s to %s: %w", from, to, err)
-		}
-		return nil
-	}
-	syncDir := func() error {
-		if err := l.fs.SyncDir(l.dir); err != nil {
-			return fmt.Errorf("log: compaction: sync dir %s: %w", l.dir, err)
-		}
-		return nil
-	}
-	steps := func() error {
-		for gi := len(p.groups) - 1; gi >= 0; gi-- {
-			base := p.groups[gi].base
-			for _, suf := range segSuffixes {
-				if err := rename(cleanedName(base, suf), segment.FileName(base, suf+swapSuffix)); err != nil {
-					return err
-				}
+// stageSwaps renames every cleaned file from .cleaned to .swap, groups in
+// descending offset order, each group's .log last, and fsyncs the
+// directory.
+//
+// Before: the live segments and the durable .cleaned files. A crash part
+// way leaves .swap files above the lowest .cleaned offset (the descending
+// order guarantees it), which Open removes with the .cleaned ones: the log
+// is as before the pass. After: the .swap files, durable; from here Open
+// completes the swap (each .log.swap replaces the segments its offsets
+// cover), so the log is as after the pass.
+func (p *pass) stageSwaps([]*segEntry) error {
+	for gi := len(p.groups) - 1; gi >= 0; gi-- {
+		base := p.groups[gi].base
+		for _, suf := range segSuffixes {
+			if err := p.rename(cleanedName(base, suf), segment.FileName(base, suf+swapSuffix)); err != nil {
+				return err
 			}
 		}
-		if err := syncDir(); err != nil {
-			return err
-		}
-		for i := len(srcs) - 1; i >= 0; i-- {
-			for _, suf := range segSuffixes {
-				name := segment.FileName(srcs[i].base, suf)
-				if err := rename(name, name+segment.DeletedSuffix); err != nil {
-					return err
-				}
-			}
-		}
-		if err := syncDir(); err != nil {
-			return err
-		}
-		for gi := len(p.groups) - 1; gi >= 0; gi-- {
-			base := p.groups[gi].base
-			for _, suf := range segSuffixes {
-				if err := rename(segment.FileName(base, suf+swapSuffix), segment.FileName(base, suf)); err != nil {
-					return err
-				}
-			}
-		}
-		return syncDir()
 	}
-	if err := steps(); err != nil {
-		p.installed = true // the files are no longer the pass's to remove
-		return l.fail(err)
-	}
-	p.installed = true
-	if err := l.installCleaned(p, srcs); err != nil {
-		return err
-	}
+	return p.syncDir()
+}
 
-	// The old segments: readers of older snapshots that have not reached
-	// them yet get ErrClosed and retry on the new snapshot; views already
-	// handed out keep their files.
+// retireSources renames the replaced segments' files to .deleted, highest
+// offset first, and fsyncs the directory.
+//
+// Before: the live replaced segments beside the durable .swap files. After:
+// their .deleted files beside the .swap files. At any point between, Open
+// removes the .deleted files and gives the .swap files their live names,
+// removing the replaced segments still live: the log is as after the pass.
+func (p *pass) retireSources(srcs []*segEntry) error {
+	for i := len(srcs) - 1; i >= 0; i-- {
+		for _, suf := range segSuffixes {
+			name := segment.FileName(srcs[i].base, suf)
+			if err := p.rename(name, name+segment.DeletedSuffix); err != nil {
+				return err
+			}
+		}
+	}
+	return p.syncDir()
+}
+
+// promoteSwaps renames the .swap files to their live names, groups in
+// descending offset order, and fsyncs the directory.
+//
+// Before: the replaced segments' .deleted files and the .swap files. After:
+// the cleaned segments under their live names beside the .deleted files,
+// which Open removes. At any point between, the log opens as after the
+// pass.
+func (p *pass) promoteSwaps([]*segEntry) error {
+	for gi := len(p.groups) - 1; gi >= 0; gi-- {
+		base := p.groups[gi].base
+		for _, suf := range segSuffixes {
+			if err := p.rename(segment.FileName(base, suf+swapSuffix), segment.FileName(base, suf)); err != nil {
+				return err
+			}
+		}
+	}
+	return p.syncDir()
+}
+
+// removeSources closes the replaced segments and removes their .deleted
+// files, then fsyncs the directory. Readers of older snapshots that have
+// not reached them yet get ErrClosed and retry on the new snapshot; views
+// already handed out keep their files.
+//
+// Before: the cleaned segments live, installed for readers, and the
+// .deleted files. After: the cleaned segments only. The swap is done
+// either way; a crash or an error leaves .deleted files that Open removes.
+func (p *pass) removeSources(srcs []*segEntry) error {
+	l := p.l
 	var errs []error
 	for _, e := range srcs {
 		if err := e.seg.Close(); err != nil {
@@ -955,12 +1064,30 @@ func (p *pass) swap() error {
 			}
 		}
 	}
-	if err := syncDir(); err != nil {
+	if err := p.syncDir(); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
-		// The swap is done; Open removes .deleted files left behind.
 		return fmt.Errorf("log: compaction: remove replaced segments: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// rename renames a file of the log's directory; a file that is not there
+// (an index never written) is no error.
+func (p *pass) rename(from, to string) error {
+	l := p.l
+	err := l.fs.Rename(filepath.Join(l.dir, from), filepath.Join(l.dir, to))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("log: compaction: rename %s to %s: %w", from, to, err)
+	}
+	return nil
+}
+
+func (p *pass) syncDir() error {
+	l := p.l
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return fmt.Errorf("log: compaction: sync dir %s: %w", l.dir, err)
 	}
 	return nil
 }

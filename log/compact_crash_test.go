@@ -165,18 +165,30 @@ func compactCutAt(t *testing.T, tmpl, dir string, opts *Options, st State, m *kv
 	}
 	l.kill()
 	fsys.SetHook(nil)
+	checkReopened(t, fsys, dir, opts, st, m, fmt.Sprintf("the cut at operation %d", n), before, after, nil)
+}
 
+// checkReopened reopens a log a compaction pass was cut short in, unclean,
+// from the checkpoint taken before the pass, and checks that it holds
+// exactly the records before the pass or those after it (want, if not nil,
+// says which), that no transient file is left, and that one more Compact
+// brings it to the after state.
+func checkReopened(t *testing.T, fsys *faultfs.FS, dir string, opts *Options, st State, m *kvModel, what string, before, after, want []rrec) {
+	t.Helper()
 	reopen := st
 	reopen.Clean, reopen.RecoveryPoint = false, 0
-	l, err = Open(fsys, dir, opts, reopen)
+	l, err := Open(fsys, dir, opts, reopen)
 	if err != nil {
-		t.Fatalf("reopen after the cut at operation %d: %v", n, err)
+		t.Fatalf("reopen after %s: %v", what, err)
 	}
 	defer l.Close()
 	got := recordsOf(readBatches(t, l))
 	isBefore, isAfter := slices.Equal(got, before), slices.Equal(got, after)
 	if !isBefore && !isAfter {
-		t.Fatalf("after the cut at operation %d the log holds %d records, neither the %d before nor the %d after the pass\n got %v", n, len(got), len(before), len(after), got)
+		t.Fatalf("after %s the log holds %d records, neither the %d before nor the %d after the pass\n got %v", what, len(got), len(before), len(after), got)
+	}
+	if want != nil && !slices.Equal(got, want) {
+		t.Fatalf("after %s the log is as %s the pass", what, map[bool]string{true: "before", false: "after"}[isBefore])
 	}
 	if left := leftovers(t, dir); len(left) != 0 {
 		t.Fatalf("transient files left after reopening: %v", left)
@@ -187,5 +199,96 @@ func compactCutAt(t *testing.T, tmpl, dir string, opts *Options, st State, m *kv
 	}
 	if got := recordsOf(readBatches(t, l)); !slices.Equal(got, after) {
 		t.Fatalf("compaction after recovery (the log was %s): %d records, want the %d after", map[bool]string{true: "before", false: "after"}[isBefore], len(got), len(after))
+	}
+}
+
+// TestCompactCrashBetweenSwapSteps cuts the power (or crashes the process)
+// at each boundary between the named steps of the swap protocol (pass.swap)
+// and reopens: before stageSwaps the log must open as before the pass, at
+// every later boundary as after it, with every record either way.
+func TestCompactCrashBetweenSwapSteps(t *testing.T) {
+	seed := testSeed(t)
+	tmpl, opts, st, m := compactCrashTemplate(t, seed)
+	root := metadataTempDir(t)
+
+	dry := filepath.Join(root, "dry")
+	copyDir(t, tmpl, dry)
+	l, err := Open(faultfs.New(), dry, opts, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := recordsOf(readBatches(t, l))
+	if _, err := l.Compact(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	after := recordsOf(readBatches(t, l))
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, crash := range []bool{false, true} {
+		for step := swapPinned; step <= swapInstalled; step++ {
+			kind := "powercut"
+			if crash {
+				kind = "crash"
+			}
+			name := kind + "-" + step.String()
+			want := after
+			if step < swapStaged {
+				want = before
+			}
+			if !t.Run(name, func(t *testing.T) {
+				dir := filepath.Join(root, name)
+				copyDir(t, tmpl, dir)
+				fsys := faultfs.New()
+				var (
+					mu     sync.Mutex
+					dead   bool
+					cutErr error
+				)
+				o := *opts
+				o.afterSwapStep = func(s swapStep) error {
+					if s != step {
+						return nil
+					}
+					mu.Lock()
+					defer mu.Unlock()
+					dead = true
+					if crash {
+						fsys.Crash()
+					} else {
+						cutErr = fsys.PowerCut()
+					}
+					return errDeadProcess
+				}
+				l, err := Open(fsys, dir, &o, st)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fsys.SetHook(func(faultfs.Op) error {
+					mu.Lock()
+					defer mu.Unlock()
+					if dead {
+						return errDeadProcess
+					}
+					return nil
+				})
+				_, cerr := l.Compact(context.Background())
+				mu.Lock()
+				wasCut := dead
+				mu.Unlock()
+				if !wasCut || !errors.Is(cerr, errDeadProcess) {
+					t.Fatalf("the cut after step %s: cut %v, Compact returned %v", step, wasCut, cerr)
+				}
+				if cutErr != nil {
+					t.Fatal(cutErr)
+				}
+				l.kill()
+				fsys.SetHook(nil)
+				checkReopened(t, fsys, dir, opts, st, m, "the cut after step "+step.String(), before, after, want)
+			}) {
+				t.Fatalf("replay with -seed=%d -run 'TestCompactCrashBetweenSwapSteps/%s'", seed, name)
+			}
+		}
 	}
 }

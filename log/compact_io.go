@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/foliolog/folio/errs"
 	"github.com/foliolog/folio/index"
 	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/segment"
@@ -85,7 +86,7 @@ func (r *batchReader) fill(pos int64, n int) error {
 func (r *batchReader) next(headerOnly bool) (record.Batch, int64, error) {
 	if !r.more() {
 		if r.pos != r.size && !r.tolerant {
-			return nil, r.pos, r.corrupt(fmt.Errorf("%d stray bytes at the end", r.size-r.pos))
+			return nil, r.pos, r.corrupt(r.pos, fmt.Errorf("%d stray bytes at the end", r.size-r.pos))
 		}
 		return nil, r.pos, io.EOF
 	}
@@ -107,7 +108,11 @@ func (r *batchReader) next(headerOnly bool) (record.Batch, int64, error) {
 			r.size = pos
 			return nil, pos, io.EOF
 		}
-		return nil, pos, r.corrupt(err)
+		c := r.corrupt(pos, err)
+		if size > 0 {
+			c.AtOffset(hdr.BaseOffset())
+		}
+		return nil, pos, c
 	}
 	r.prev = hdr.LastOffset()
 	r.pos = pos + int64(size)
@@ -120,13 +125,32 @@ func (r *batchReader) next(headerOnly bool) (record.Batch, int64, error) {
 	at = int(pos - r.bufPos)
 	b := record.Batch(r.buf[at : at+size])
 	if err := b.Validate(); err != nil {
-		return nil, pos, r.corrupt(err)
+		return nil, pos, r.corrupt(pos, err).AtOffset(b.BaseOffset())
 	}
 	return b, pos, nil
 }
 
-func (r *batchReader) corrupt(err error) error {
-	return fmt.Errorf("%w: log: compaction: %s at %d: %w", ErrCorrupt, r.path, r.pos, err)
+// corrupt reports damage found at pos of the reader's file.
+func (r *batchReader) corrupt(pos int64, err error) *errs.Corruption {
+	return errs.Corrupt(ErrCorrupt, r.path, pos, err)
+}
+
+// batchErr reports err, met while working on the batch with base offset
+// offset at pos of the reader's file: as damage there when it is about the
+// bytes (it matches errs.ErrCorrupt), else as an error naming the batch.
+func (r *batchReader) batchErr(pos, offset int64, err error) error {
+	if errors.Is(err, errs.ErrCorrupt) {
+		return errs.Corrupt(ErrCorrupt, r.path, pos, err).AtOffset(offset)
+	}
+	return fmt.Errorf("log: compaction: %s at byte %d (offset %d): %w", r.path, pos, offset, err)
+}
+
+// chainGap reports that the segments from base first to base last end at
+// offset end although the next segment starts at next: the offsets of
+// sealed segments run on without a gap, so the last segment lost batches.
+func chainGap(dir string, first, last, end, next int64) error {
+	return errs.Corruptf(ErrCorrupt, segment.LogPath(dir, last), -1,
+		"compaction: segments %d to %d end at offset %d, the next starts at %d", first, last, end, next).AtOffset(end)
 }
 
 // Names of the files a cleaning writes and renames (Kafka's rules; see

@@ -158,14 +158,15 @@
 // directory's owner takes the lock; the log takes none). A read-only log
 // changes nothing: it opens files O_RDONLY, never recovers, cuts, creates,
 // renames or removes a file, never calls BeforeFirstWrite and starts no
-// goroutine. It reads the indexes with pread rather than through the index
-// package (whose check would rebuild the writer's active index: its
-// preallocated tail is zeroed) and uses an entry only after checking it
-// against the .log, so a zeroed tail or a damaged entry costs a longer
-// scan, never a wrong answer. Its end is the last complete batch of the
-// last segment that passes recovery's checks (CRC included), scanning from
-// the last index entry: a batch the writer is still writing becomes
-// visible once it is whole, a torn tail never.
+// goroutine. Its segments are package segment's, opened with
+// segment.OpenReadOnly, which treats the index files as hints: an index
+// that fails its checks against the .log is rebuilt in memory, never on
+// disk, so a zeroed tail (the writer's active index is preallocated) or a
+// damaged entry costs a scan, never a wrong answer. Reads then take the
+// writable log's paths. Its end is the last complete batch of the last
+// segment that passes recovery's checks (CRC included), scanning from the
+// last index entry that checks out: a batch the writer is still writing
+// becomes visible once it is whole, a torn tail never.
 //
 // A reader sees the files as of Open or its last Refresh, which lists the
 // segments again and finds the last one's end again. Nothing tells one

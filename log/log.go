@@ -261,10 +261,6 @@ func (l *Log) Stats() Stats {
 		RetentionErrors:    l.retentionErrors.Load(),
 		Fsync:              l.fsyncs.stats(),
 	}
-	if l.ro != nil {
-		l.statsRO(&st)
-		return st
-	}
 	sn := l.snap.Load()
 	st.Bytes = l.bytesOf(sn)
 	st.Segments = sn.segs.Len()

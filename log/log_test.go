@@ -241,7 +241,7 @@ func TestOptionsValidate(t *testing.T) {
 		t.Fatalf("defaults: %+v", d)
 	}
 	for _, p := range []FlushPolicy{FlushSync, FlushNone, FlushInterval(time.Second), FlushEveryN(3)} {
-		if p.String() == "" || p.validate() != nil {
+		if p.String() == "" || p.Validate() != nil {
 			t.Fatalf("policy %v", p)
 		}
 	}

@@ -80,8 +80,9 @@ func (n *notifier) wake() {
 // chanWaiter is one waitChan registration.
 type chanWaiter struct {
 	offset int64
-	ch     chan struct{}
-	idx    int // index in byOffset; -1 once fired or cancelled
+	ch     chan struct{} // nil for a waitFunc registration
+	fn     func()        // called instead of closing ch
+	idx    int           // index in byOffset; -1 once fired or cancelled
 }
 
 // closedChan is what waitChan returns when the wait is over before it
@@ -112,6 +113,27 @@ func (n *notifier) waitChan(offset int64) (<-chan struct{}, func()) {
 	return w.ch, func() { n.cancel(w) }
 }
 
+// waitFunc is waitChan with a callback instead of a channel: fn is called
+// once, by the goroutine that moves level past offset (or closes the log),
+// unless cancel ran first. fn must not block nor call back into the log:
+// it runs under the appender's locks. If level already passed offset, fn
+// runs before waitFunc returns.
+func (n *notifier) waitFunc(offset int64, fn func()) func() {
+	if offset < n.level() {
+		fn()
+		return func() {}
+	}
+	w := &chanWaiter{offset: offset, fn: fn}
+	n.chanMu.Lock()
+	heap.Push(&n.byOffset, w)
+	n.chanWaiters.Store(int64(len(n.byOffset)))
+	n.chanMu.Unlock()
+	if offset < n.level() {
+		n.fire()
+	}
+	return func() { n.cancel(w) }
+}
+
 func (n *notifier) cancel(w *chanWaiter) {
 	n.chanMu.Lock()
 	if w.idx >= 0 {
@@ -127,7 +149,11 @@ func (n *notifier) fire() {
 	n.chanMu.Lock()
 	for len(n.byOffset) > 0 && n.byOffset[0].offset < lvl {
 		w := heap.Pop(&n.byOffset).(*chanWaiter)
-		close(w.ch)
+		if w.fn != nil {
+			w.fn()
+		} else {
+			close(w.ch)
+		}
 	}
 	n.chanWaiters.Store(int64(len(n.byOffset)))
 	n.chanMu.Unlock()

@@ -55,16 +55,10 @@ func Open(fsys vfs.FS, dir string, opts *Options, st State) (*Log, error) {
 		caps = NewResourceCaps(0)
 	}
 	l := &Log{
-		fs:   fsys,
-		dir:  filepath.Clean(dir),
-		opts: o,
-		segOpts: segment.Options{
-			IndexIntervalBytes: o.IndexIntervalBytes,
-			MaxIndexBytes:      o.MaxIndexBytes,
-			MaxBatchBytes:      o.MaxBatchBytes,
-			ReadPath:           o.ReadPath,
-			MaxSegmentBytes:    o.SegmentBytes,
-		},
+		fs:        fsys,
+		dir:       filepath.Clean(dir),
+		opts:      o,
+		segOpts:   segmentOptions(o),
 		caps:      caps,
 		tree:      btree.NewG[*segEntry](16, lessEntry),
 		hwWake:    newNotifier(),

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/foliolog/folio/readpath"
+	"github.com/foliolog/folio/segment"
 )
 
 // Defaults, Kafka's where Kafka has one.
@@ -136,6 +137,12 @@ type Options struct {
 	// that a test drives seals, interval flushes and retention itself and
 	// no other goroutine touches the files when it simulates a power cut.
 	noBackground bool
+
+	// afterSwapStep, when set, is called by a compaction pass at each
+	// boundary between the steps of its rename protocol (see pass.swap); an
+	// error stops the pass there, so that a test can crash the process
+	// exactly between two steps.
+	afterSwapStep func(swapStep) error
 }
 
 // withDefaults returns a copy of o (nil allowed) with every zero field set to
@@ -206,88 +213,19 @@ func (o *Options) validate() error {
 	case o.MinCompactionLag < 0:
 		return bad("MinCompactionLag", "%v is negative", o.MinCompactionLag)
 	}
-	if err := o.FlushPolicy.validate(); err != nil {
+	if err := o.FlushPolicy.Validate(); err != nil {
 		return bad("FlushPolicy", "%v", err)
 	}
 	return nil
 }
 
-type flushMode uint8
-
-const (
-	flushSync flushMode = iota // the zero value: the default
-	flushNone
-	flushInterval
-	flushEveryN
-)
-
-// FlushPolicy says when the log fsyncs, and so what an acknowledged append
-// survives. The zero value is FlushSync. Append never returns before its
-// bytes are written to the file (the page cache) under any policy, so every
-// policy survives a crash of the process; they differ on power loss or a
-// kernel crash.
-type FlushPolicy struct {
-	mode     flushMode
-	interval time.Duration
-	n        int64
-}
-
-var (
-	// FlushSync acknowledges an append only after an fsync covers its
-	// records. Concurrent appenders share fsyncs (group commit). Nothing
-	// acknowledged is lost on power loss.
-	FlushSync = FlushPolicy{mode: flushSync}
-	// FlushNone never fsyncs on the append path (Kafka's default): the
-	// page cache holds the records until the kernel writes them back, a
-	// segment is fsynced when it is sealed and at Close. A power cut can
-	// take back any record not yet written back.
-	FlushNone = FlushPolicy{mode: flushNone}
-)
-
-// FlushInterval fsyncs at most d after the first unsynced append; on power
-// loss the records appended in the last d (plus one fsync's duration) may be
-// lost.
-func FlushInterval(d time.Duration) FlushPolicy {
-	return FlushPolicy{mode: flushInterval, interval: d}
-}
-
-// FlushEveryN fsyncs once n records are unsynced; the append that reaches n
-// waits for that fsync. With one appender a power cut loses fewer than n
-// acknowledged records; with several, up to n-1 plus the records of the
-// appends in flight when the count was checked.
-func FlushEveryN(n int64) FlushPolicy {
-	return FlushPolicy{mode: flushEveryN, n: n}
-}
-
-func (p FlushPolicy) validate() error {
-	switch p.mode {
-	case flushSync, flushNone:
-		return nil
-	case flushInterval:
-		if p.interval <= 0 {
-			return fmt.Errorf("interval %v is not positive", p.interval)
-		}
-		return nil
-	case flushEveryN:
-		if p.n <= 0 {
-			return fmt.Errorf("n %d is not positive", p.n)
-		}
-		return nil
+// segmentOptions are the options of the log's segments.
+func segmentOptions(o Options) segment.Options {
+	return segment.Options{
+		IndexIntervalBytes: o.IndexIntervalBytes,
+		MaxIndexBytes:      o.MaxIndexBytes,
+		MaxBatchBytes:      o.MaxBatchBytes,
+		ReadPath:           o.ReadPath,
+		MaxSegmentBytes:    o.SegmentBytes,
 	}
-	return fmt.Errorf("unknown mode %d", p.mode)
-}
-
-// String names the policy as it is written in configuration.
-func (p FlushPolicy) String() string {
-	switch p.mode {
-	case flushSync:
-		return "sync"
-	case flushNone:
-		return "none"
-	case flushInterval:
-		return "interval(" + p.interval.String() + ")"
-	case flushEveryN:
-		return fmt.Sprintf("every(%d)", p.n)
-	}
-	return fmt.Sprintf("FlushPolicy(%d)", p.mode)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -60,9 +61,6 @@ func (b Bound) String() string {
 // read-only log has one end for both bounds, the end of its last complete
 // valid batch.
 func (l *Log) ReadBounded(offset int64, maxBytes int, bound Bound) (*readpath.View, error) {
-	if l.ro != nil {
-		return l.readRO(offset, maxBytes)
-	}
 	for attempt := 0; ; attempt++ {
 		if l.closed.Load() {
 			return nil, ErrClosed
@@ -86,12 +84,32 @@ func (l *Log) ReadBounded(offset int64, maxBytes int, bound Bound) (*readpath.Vi
 			return nil, ErrNoData
 		}
 		v, err := l.readSnapshot(sn, limit, offset, maxBytes)
-		if err == nil || attempt > 0 || !errors.Is(err, segment.ErrClosed) {
+		if err == nil || attempt > 0 {
 			return v, err
 		}
-		// The segment was deleted or the log closed after the snapshot was
-		// taken: look again with a fresh one.
+		if again, err := l.lookAgain(err); !again {
+			return nil, err
+		}
 	}
+}
+
+// lookAgain reports whether a read that failed with err should look again
+// with a fresh snapshot: a segment in it was deleted or closed after the
+// snapshot was taken (segment.ErrClosed), or, in a read-only log, the
+// writer removed a segment's files since the last listing (fs.ErrNotExist,
+// from a segment loading its files), in which case it lists again first
+// and the log start moves past what is gone. Otherwise it returns err.
+func (l *Log) lookAgain(err error) (bool, error) {
+	if errors.Is(err, segment.ErrClosed) {
+		return true, nil
+	}
+	if l.ro != nil && errors.Is(err, fs.ErrNotExist) {
+		if rerr := l.Refresh(); rerr != nil {
+			return false, errors.Join(err, rerr)
+		}
+		return true, nil
+	}
+	return false, err
 }
 
 // markSeq publishes a mark to readers that take no lock, without an
@@ -144,7 +162,9 @@ func (l *Log) readSnapshot(sn *snapshot, limit *mark, offset int64, maxBytes int
 		l.caps.acquire(&e.capEntry)
 		v, err := e.seg.Read(max(offset, e.base), maxBytes, maxPos)
 		l.caps.release(&e.capEntry)
-		if err == nil {
+		if v != nil {
+			// With err, the batches before a damaged one: deliver them, and
+			// the read that starts at the damaged batch reports it.
 			return v, nil
 		}
 		if !errors.Is(err, segment.ErrOffsetOutOfRange) {
@@ -200,16 +220,17 @@ func basesAtOrBelow(bases []*segEntry, offset int64) int {
 // offset if that is later; records before the one matching t may share the
 // batch.
 func (l *Log) OffsetForTime(t time.Time) (offset int64, ok bool, err error) {
-	if l.ro != nil {
-		return l.offsetForTimeRO(t)
-	}
 	for attempt := 0; ; attempt++ {
 		offset, ok, err = l.offsetForTime(t.UnixMilli())
-		if attempt > 0 || !errors.Is(err, segment.ErrClosed) || l.closed.Load() {
+		if err == nil || attempt > 0 || l.closed.Load() {
 			return offset, ok, err
 		}
-		// A segment was deleted under the snapshot by retention: the answer
-		// moved on; ask the new snapshot.
+		// A segment was deleted under the snapshot (by retention, or by the
+		// writer of a read-only log): the answer moved on; ask the new
+		// snapshot.
+		if again, err := l.lookAgain(err); !again {
+			return 0, false, err
+		}
 	}
 }
 
@@ -291,6 +312,14 @@ func (l *Log) Wait(ctx context.Context, offset int64) error {
 	}
 }
 
+// Waiters returns how many readers wait on the log for its high watermark
+// to move: Wait calls and WaitChan registrations not yet woken or
+// cancelled. Each of them is woken by the next advance (or Close). For
+// monitoring, and for tests that must know a reader waits before they act.
+func (l *Log) Waiters() int {
+	return int(l.hwWake.waiters.Load() + l.hwWake.chanWaiters.Load())
+}
+
 // markFor returns the mark of the batch boundary at or below offset in sn:
 // the base offset and position of the batch holding offset, or the log end
 // when offset is the log end. appendMu must be held (the end is read from
@@ -318,6 +347,11 @@ func (l *Log) batchMark(e *segEntry, offset int64) (mark, error) {
 	l.caps.acquire(&e.capEntry)
 	defer l.caps.release(&e.capEntry)
 	v, err := e.seg.Read(offset, 0, -1)
+	if v != nil && err != nil {
+		// Damage after the batch holding offset is not this call's
+		// business: the mark is that batch's start.
+		err = nil
+	}
 	if err != nil {
 		return mark{}, err
 	}

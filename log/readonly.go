@@ -4,46 +4,27 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/google/btree"
 
-	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/segment"
 	"github.com/foliolog/folio/vfs"
 )
 
-// roLog is the state of a read-only log (Options.ReadOnly): the segments as
-// the directory last listed them and the valid end of the last one. It
-// changes only in Refresh.
+// roLog is the state of a read-only log (Options.ReadOnly). Its segments
+// are package segment's, opened with segment.OpenReadOnly (the last one
+// followed), in the same btree and snapshots as a writable log's, so reads
+// take the writable log's paths; only Refresh changes them.
 type roLog struct {
 	// refreshMu serialises Refresh and Close: it guards closed and every
-	// change of view. Readers do not take it; they load view.
+	// change of l.tree and of what is published (the snapshot, the log
+	// end with its mark, the high watermark). Readers do not take it.
 	refreshMu     sync.Mutex
 	closed        bool
 	recoveryPoint int64 // what the owner's State said; see DurableEndOffset
-
-	view atomic.Pointer[roView]
-}
-
-// roView is what readers of a read-only log work on: immutable once
-// published.
-type roView struct {
-	segs  []*roSeg // ascending base offsets; the last one is the writer's active segment
-	start int64
-	end   roEnd // in the last segment: its valid end
-}
-
-func (v *roView) last() *roSeg {
-	if len(v.segs) == 0 {
-		return nil
-	}
-	return v.segs[len(v.segs)-1]
 }
 
 // openReadOnly opens the log in dir for reading beside a live writer (see
@@ -57,6 +38,7 @@ func openReadOnly(fsys vfs.FS, dir string, o Options, st State) (*Log, error) {
 		fs:        fsys,
 		dir:       filepath.Clean(dir),
 		opts:      o,
+		segOpts:   segmentOptions(o),
 		caps:      caps,
 		tree:      btree.NewG[*segEntry](16, lessEntry),
 		hwWake:    newNotifier(),
@@ -78,11 +60,12 @@ func openReadOnly(fsys vfs.FS, dir string, o Options, st State) (*Log, error) {
 	}
 	// The first listing starts from the owner's log start offset; later
 	// ones only move it up.
-	l.ro.view.Store(&roView{start: max(st.LogStartOffset, 0), end: roEnd{pos: 0, next: max(st.LogStartOffset, 0)}})
+	start := max(st.LogStartOffset, 0)
 	l.ro.refreshMu.Lock()
 	defer l.ro.refreshMu.Unlock()
+	l.publishRO(l.tree, start, mark{offset: start, segBase: -1})
 	if err := l.refreshLocked(); err != nil {
-		l.closeROSegs(l.ro.view.Load().segs)
+		l.closeEntries(l.snap.Load().bases)
 		return nil, err
 	}
 	return l, nil
@@ -135,107 +118,73 @@ func (l *Log) refreshLocked() error {
 }
 
 func (l *Log) refreshOnce() error {
-	old := l.ro.view.Load()
+	sn := l.snap.Load()
 	bases, err := l.listBases()
 	if err != nil {
 		return err
 	}
-	oldByBase := make(map[int64]*roSeg, len(old.segs))
-	for _, s := range old.segs {
-		oldByBase[s.base] = s
+	old := make(map[int64]*segEntry, len(sn.bases))
+	for _, e := range sn.bases {
+		old[e.base] = e
 	}
-	oldLast := old.last()
-	segs := make([]*roSeg, 0, len(bases))
-	var dropped []*roSeg
-	var becameSealed []*roSeg
-	keep := map[*roSeg]bool{}
+	var oldLast *segEntry
+	if n := len(sn.bases); n > 0 {
+		oldLast = sn.bases[n-1]
+	}
+	tree := btree.NewG[*segEntry](16, lessEntry)
+	var fresh []*segEntry
 	for i, b := range bases {
 		isLast := i == len(bases)-1
-		s := oldByBase[b]
-		if s != nil && !isLast && s == oldLast {
-			// The writer rolled past what was the last segment: it is
-			// complete now, and read up to its size from here on.
-			fresh, err := s.seal()
+		e := old[b]
+		if e != nil && (e == oldLast) != isLast {
+			// The writer rolled past what was the last segment, which is
+			// complete now and read up to its size; or a truncation made
+			// an older segment the last again, to follow from scratch.
+			e = nil
+		}
+		if e == nil {
+			seg, err := segment.OpenReadOnly(l.fs, l.dir, b, isLast, &l.segOpts)
 			if err != nil {
+				l.closeEntries(fresh)
 				return err
 			}
-			if !fresh {
-				s = nil // its file was replaced meanwhile
-			} else {
-				becameSealed = append(becameSealed, s)
-			}
+			e = l.newEntry(seg)
+			fresh = append(fresh, e)
 		}
-		if s != nil && isLast && s != oldLast {
-			// A truncation made an older segment the last again: learn
-			// its end from scratch.
-			s = nil
-		}
-		if s == nil {
-			mapSize := int64(0)
-			if isLast && l.opts.ReadPath == readpath.Mmap {
-				mapSize = l.opts.SegmentBytes
-			}
-			s = newROSeg(l.fs, l.dir, b, l.opts.ReadPath, mapSize, &l.openSealed)
-		}
-		keep[s] = true
-		segs = append(segs, s)
+		tree.ReplaceOrInsert(e)
 	}
-	for _, s := range old.segs {
-		if !keep[s] {
-			dropped = append(dropped, s)
-		}
-	}
-
-	v := &roView{segs: segs, start: old.start}
-	if last := v.last(); last == nil {
-		// Nothing to read: a writer that restarts the log empty removes
-		// every segment before creating the next one.
-		v.start = old.end.next
-		v.end = roEnd{pos: 0, next: old.end.next}
-	} else {
-		from := roEnd{pos: 0, next: last.base}
-		if last == oldLast {
-			from = old.end
-		}
-		v.end, err = l.lastEnd(last, from)
-		if errors.Is(err, errReplaced) {
-			// The writer replaced the file (a truncation that copied the
-			// kept prefix aside): read the new one from scratch.
-			fresh := newROSeg(l.fs, l.dir, last.base, l.opts.ReadPath, last.mapSize, &l.openSealed)
-			if last == oldLast {
-				dropped = append(dropped, last)
-			}
-			segs[len(segs)-1] = fresh
-			last = fresh
-			v.end, err = l.lastEnd(last, roEnd{pos: 0, next: last.base})
-		}
+	start, end := sn.start, l.end.Load()
+	m := mark{offset: end, segBase: -1}
+	if last, ok := tree.Max(); ok {
+		pos, next, err := last.seg.Refresh()
 		if err != nil {
 			// The new segments are not published; drop them.
-			var fresh []*roSeg
-			for _, s := range segs {
-				if oldByBase[s.base] != s {
-					fresh = append(fresh, s)
-				}
-			}
-			l.closeROSegs(fresh)
+			l.closeEntries(fresh)
 			return err
 		}
-		v.start = min(max(v.start, segs[0].base), v.end.next)
+		first, _ := tree.Min()
+		start = min(max(start, first.base), next)
+		m = mark{offset: next, segBase: last.base, pos: pos}
+	} else {
+		// Nothing to read: a writer that restarts the log empty removes
+		// every segment before creating the next one.
+		start = end
 	}
-	l.publishRO(v)
-	for _, s := range becameSealed {
-		if s.loaded() {
-			l.caps.add(&s.capEntry)
-		} else {
-			l.caps.setEligible(&s.capEntry)
+	l.tree = tree
+	l.publishRO(tree, start, m)
+	last, _ := tree.Max()
+	for _, e := range fresh {
+		if e != last {
+			l.caps.setEligible(&e.capEntry)
 		}
 	}
-	for _, s := range segs[:max(len(segs)-1, 0)] {
-		if oldByBase[s.base] != s {
-			l.caps.setEligible(&s.capEntry)
+	var dropped []*segEntry
+	for _, e := range sn.bases {
+		if x, ok := tree.Get(e); !ok || x != e {
+			dropped = append(dropped, e)
 		}
 	}
-	l.closeROSegs(dropped)
+	l.closeEntries(dropped)
 	return nil
 }
 
@@ -258,73 +207,15 @@ func (l *Log) listBases() ([]int64, error) {
 	return bases, nil
 }
 
-// lastEnd finds the valid end of the last segment, going on from a known
-// valid end when the file is the same one and has not shrunk below it.
-// The last segment is not under the caps: like the writer's active one it
-// keeps its files open.
-func (l *Log) lastEnd(s *roSeg, from roEnd) (roEnd, error) {
-	f, err := s.acquire()
-	if err != nil {
-		return roEnd{}, err
-	}
-	defer s.filesMu.RUnlock()
-	fi, err := l.fs.Stat(s.path)
-	if err != nil {
-		return roEnd{}, fmt.Errorf("log: stat %s: %w", s.path, err)
-	}
-	if !os.SameFile(fi, f.id) {
-		return roEnd{}, fmt.Errorf("%w: %s", errReplaced, s.path)
-	}
-	size := fi.Size()
-	if from.pos > 0 && from.pos <= size {
-		end, err := s.walkValid(f, from, size)
-		if err != nil || end.pos > from.pos || size == from.pos {
-			return end, err
-		}
-		// Nothing new passed although the file holds more: either the
-		// writer is mid-batch, or it truncated and wrote again over the
-		// bytes after from. Only a fresh look can tell.
-	}
-	return s.findEnd(f, size)
-}
-
-// errReplaced: the last segment's file is not the one its roSeg opened.
-var errReplaced = errors.New("log: segment file replaced")
-
-// seal turns what was the last segment into one read up to its file's size,
-// and reports false if its file was replaced (it must then be read anew).
-func (s *roSeg) seal() (fresh bool, err error) {
-	s.filesMu.Lock()
-	defer s.filesMu.Unlock()
-	if s.files == nil {
-		return true, nil // the next load stats it
-	}
-	fi, err := s.fs.Stat(s.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("log: stat %s: %w", s.path, err)
-	}
-	if !os.SameFile(fi, s.files.id) {
-		return false, nil
-	}
-	s.files.size = fi.Size()
-	return true, nil
-}
-
-// publishRO installs a new view and moves the offsets readers see.
-// refreshMu must be held.
-func (l *Log) publishRO(v *roView) {
-	l.ro.view.Store(v)
-	l.snap.Store(newSnapshot(l.tree, v.start))
-	l.end.Store(v.end.next)
-	l.durable.Store(min(max(l.ro.recoveryPoint, v.start), v.end.next))
-	var base int64 = -1
-	if last := v.last(); last != nil {
-		base = last.base
-	}
-	m := mark{offset: v.end.next, segBase: base, pos: v.end.pos}
+// publishRO installs tree (which must not change afterwards) with the log
+// start and moves the log end, its mark and the high watermark to m,
+// waking waiters if it moved. refreshMu must be held: it makes Refresh the
+// one writer of endPub, as appendMu does in a writable log.
+func (l *Log) publishRO(tree *btree.BTreeG[*segEntry], start int64, m mark) {
+	l.snap.Store(newSnapshot(tree, start))
+	l.end.Store(m.offset)
+	l.endPub.store(m)
+	l.durable.Store(min(max(l.ro.recoveryPoint, start), m.offset))
 	if cur := l.hw.Load(); cur != nil && *cur == m {
 		return
 	}
@@ -332,12 +223,12 @@ func (l *Log) publishRO(v *roView) {
 	l.hwWake.notify()
 }
 
-// closeROSegs drops segments for good (their views stay valid).
-func (l *Log) closeROSegs(segs []*roSeg) {
-	for _, s := range segs {
-		l.caps.forget(&s.capEntry)
+// closeEntries drops segments for good (their views stay valid).
+func (l *Log) closeEntries(es []*segEntry) {
+	for _, e := range es {
+		l.caps.forget(&e.capEntry)
 		// Nothing was written through these files: closing loses nothing.
-		_ = s.close()
+		_ = e.seg.Close()
 	}
 }
 
@@ -350,13 +241,13 @@ func (l *Log) closeReadOnly() error {
 	}
 	l.ro.closed = true
 	l.closed.Store(true)
-	v := l.ro.view.Load()
+	sn := l.snap.Load()
 	l.ro.refreshMu.Unlock()
 	l.hwWake.broadcast()
 	var errs []error
-	for _, s := range v.segs {
-		l.caps.forget(&s.capEntry)
-		errs = append(errs, s.close())
+	for _, e := range sn.bases {
+		l.caps.forget(&e.capEntry)
+		errs = append(errs, e.seg.Close())
 	}
 	return errors.Join(errs...)
 }
@@ -364,144 +255,4 @@ func (l *Log) closeReadOnly() error {
 // readOnlyErr returns ErrReadOnly from the calls that would write.
 func (l *Log) readOnlyErr(op string) error {
 	return fmt.Errorf("%w: %s of %s", ErrReadOnly, op, l.dir)
-}
-
-// readRO is Read of a read-only log.
-func (l *Log) readRO(offset int64, maxBytes int) (*readpath.View, error) {
-	for attempt := 0; ; attempt++ {
-		if l.closed.Load() {
-			return nil, ErrClosed
-		}
-		v := l.ro.view.Load()
-		if offset < v.start || offset > v.end.next {
-			return nil, &OffsetOutOfRangeError{Offset: offset, Start: v.start, End: v.end.next}
-		}
-		if offset >= v.end.next {
-			return nil, ErrNoData
-		}
-		view, err := l.readROView(v, offset, maxBytes)
-		if err == nil || attempt > 0 {
-			return view, err
-		}
-		switch {
-		case errors.Is(err, errSegGone):
-			// A Refresh or Close dropped the segment: look again.
-		case errors.Is(err, fs.ErrNotExist):
-			// The writer deleted the segment (retention) since the last
-			// listing: list again, and the log start moves past it.
-			if rerr := l.Refresh(); rerr != nil {
-				return nil, errors.Join(err, rerr)
-			}
-		default:
-			return nil, err
-		}
-	}
-}
-
-func (l *Log) readROView(v *roView, offset int64, maxBytes int) (*readpath.View, error) {
-	i := floorRO(v.segs, offset)
-	for ; i < len(v.segs); i++ {
-		s := v.segs[i]
-		limit := int64(-1)
-		if i == len(v.segs)-1 {
-			limit = v.end.pos
-		}
-		l.caps.acquire(&s.capEntry)
-		view, err := s.read(max(offset, s.base), maxBytes, limit)
-		l.caps.release(&s.capEntry)
-		if err == nil {
-			return view, nil
-		}
-		if !errors.Is(err, errNotInSegment) {
-			return nil, markCorrupt(fmt.Errorf("log: read %s at %d: %w", l.dir, offset, err))
-		}
-	}
-	return nil, ErrNoData
-}
-
-// floorRO returns the index of the segment with the largest base at or
-// below offset, else 0.
-func floorRO(segs []*roSeg, offset int64) int {
-	i, found := slices.BinarySearchFunc(segs, offset, func(s *roSeg, o int64) int {
-		switch {
-		case s.base < o:
-			return -1
-		case s.base > o:
-			return 1
-		}
-		return 0
-	})
-	if found {
-		return i
-	}
-	return max(i-1, 0)
-}
-
-// offsetForTimeRO is OffsetForTime of a read-only log.
-func (l *Log) offsetForTimeRO(t time.Time) (int64, bool, error) {
-	ts := t.UnixMilli()
-	for attempt := 0; ; attempt++ {
-		if l.closed.Load() {
-			return 0, false, ErrClosed
-		}
-		v := l.ro.view.Load()
-		off, ok, err := l.offsetForTimeView(v, ts)
-		if err == nil || attempt > 0 {
-			return off, ok, err
-		}
-		switch {
-		case errors.Is(err, errSegGone):
-		case errors.Is(err, fs.ErrNotExist):
-			if rerr := l.Refresh(); rerr != nil {
-				return 0, false, errors.Join(err, rerr)
-			}
-		default:
-			return 0, false, err
-		}
-	}
-}
-
-func (l *Log) offsetForTimeView(v *roView, ts int64) (int64, bool, error) {
-	for i, s := range v.segs {
-		if i+1 < len(v.segs) && v.segs[i+1].base <= v.start {
-			continue // wholly below the log start
-		}
-		limit := int64(-1)
-		if i == len(v.segs)-1 {
-			limit = v.end.pos
-		}
-		l.caps.acquire(&s.capEntry)
-		off, ok, err := s.offsetForTime(ts, limit)
-		l.caps.release(&s.capEntry)
-		if err != nil {
-			return 0, false, markCorrupt(fmt.Errorf("log: offset for time %d in %s: %w", ts, l.dir, err))
-		}
-		if ok {
-			off = max(off, v.start)
-			if off >= v.end.next {
-				return 0, false, nil
-			}
-			return off, true, nil
-		}
-	}
-	return 0, false, nil
-}
-
-// statsRO fills the parts of Stats that a read-only log knows.
-func (l *Log) statsRO(st *Stats) {
-	v := l.ro.view.Load()
-	st.Segments = len(v.segs)
-	for i, s := range v.segs {
-		if i == len(v.segs)-1 {
-			st.Bytes += v.end.pos
-			continue
-		}
-		if size, ok := s.loadedSize(); ok {
-			st.Bytes += size
-			continue
-		}
-		if fi, err := l.fs.Stat(s.path); err == nil {
-			st.Bytes += fi.Size()
-		}
-	}
 }

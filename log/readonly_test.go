@@ -1,7 +1,6 @@
 package log
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,7 +14,6 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/foliolog/folio/index"
 	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/segment"
@@ -625,8 +623,10 @@ func TestReadOnlyBesideLiveWriter(t *testing.T) {
 	stop := make(chan struct{})
 	var writerDone sync.WaitGroup
 	writerDone.Add(1)
+	exited := make(chan struct{})
 	go func() {
 		defer writerDone.Done()
+		defer close(exited)
 		for i := 0; ; i++ {
 			select {
 			case <-stop:
@@ -646,6 +646,15 @@ func TestReadOnlyBesideLiveWriter(t *testing.T) {
 			}
 		}
 	}()
+
+	// The readers start once the writer is under way (a loaded machine may
+	// otherwise run all their rounds before its first append).
+	started, cancelStarted := w.WaitChan(64)
+	select {
+	case <-started:
+	case <-exited: // the writer failed and said why
+	}
+	cancelStarted()
 
 	var readers sync.WaitGroup
 	var reads atomic.Int64
@@ -750,48 +759,35 @@ func TestReadOnlyBesideLiveWriter(t *testing.T) {
 	}
 }
 
-// TestSearchEntries checks the index search against a linear scan, for
-// indexes of every size around the block it reads at once, with and
-// without a zeroed tail and a trimmed end.
-func TestSearchEntries(t *testing.T) {
-	rnd := newRand(testSeed(t))
+// TestReadOnlyReadBoundedFollowsTheEnd: a read-only log publishes its end
+// for reads bounded by the log end as for those bounded by the high
+// watermark, so both see what a Refresh found, across a roll.
+func TestReadOnlyReadBoundedFollowsTheEnd(t *testing.T) {
 	dir := t.TempDir()
-	for _, n := range []int{0, 1, 2, 511, 512, 513, 1500, 4097} {
-		for _, zeros := range []int{0, 1, 8192} {
-			var data []byte
-			var keys []uint32
-			key := uint32(0)
-			for i := 0; i < n; i++ {
-				key += 1 + uint32(rnd.IntN(5))
-				keys = append(keys, key)
-				data = binary.BigEndian.AppendUint32(data, key)
-				data = binary.BigEndian.AppendUint32(data, uint32(i*100))
-			}
-			data = append(data, make([]byte, zeros*index.OffsetEntrySize)...)
-			path := filepath.Join(dir, fmt.Sprintf("%d-%d.index", n, zeros))
-			if err := os.WriteFile(path, data, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			f, err := vfs.Default.OpenFile(path, os.O_RDONLY, 0)
+	w := openT(t, nil, dir, &Options{FlushPolicy: FlushNone, SegmentBytes: 1024}, State{})
+	appendOne(t, w, "b", 0, 2, 40, 1000)
+	r := openRO(t, newNoWriteFS(t), dir, Options{}, State{})
+	for i := int64(2); i < 40; i += 2 {
+		appendOne(t, w, "b", i, 2, 40, 1000+i)
+		if err := r.Refresh(); err != nil {
+			t.Fatal(err)
+		}
+		for _, bound := range []Bound{BoundHighWatermark, BoundLogEnd} {
+			v, err := r.ReadBounded(i, 1, bound)
 			if err != nil {
-				t.Fatal(err)
+				t.Fatalf("read at %d to the %v after Refresh: %v", i, bound, err)
 			}
-			for q := 0; q < 50; q++ {
-				target := uint32(rnd.IntN(int(key) + 3))
-				want := int64(-1)
-				for i, k := range keys {
-					if k <= target {
-						want = int64(i)
-					}
-				}
-				got, err := searchEntries(f, index.OffsetEntrySize, func(e []byte) bool { return binary.BigEndian.Uint32(e[:4]) <= target })
-				if err != nil || got != want {
-					t.Fatalf("%d entries, %d zeroed: search for %d gave %d (%v), want %d", n, zeros, target, got, err, want)
-				}
+			_, recs, err := decodeView(v, i)
+			v.Release()
+			if err != nil || len(recs) == 0 || recs[0].offset != i {
+				t.Fatalf("read at %d to the %v: %+v, %v", i, bound, recs, err)
 			}
-			if err := f.Close(); err != nil {
-				t.Fatal(err)
+			if _, err := r.ReadBounded(i+2, 1, bound); !errors.Is(err, ErrNoData) {
+				t.Fatalf("read at the end %d to the %v: %v, want ErrNoData", i+2, bound, err)
 			}
 		}
+	}
+	if r.Stats().Segments < 2 {
+		t.Fatalf("%d segments: the writer never rolled", r.Stats().Segments)
 	}
 }

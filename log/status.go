@@ -22,6 +22,19 @@ func (l *Log) WaitChan(offset int64) (ready <-chan struct{}, cancel func()) {
 	return l.hwWake.waitChan(offset)
 }
 
+// WaitFunc is WaitChan with a callback: fn is called once, as soon as a
+// record at or beyond offset is visible or the log closes, unless cancel
+// was called first (cancel is idempotent and cheap). It lets one waiter
+// (a Kafka fetch parked on many partitions) wait on one notification of
+// its own without a channel or a goroutine per log. fn runs on the
+// goroutine that moved the high watermark, under the log's locks, so it
+// must not block nor call into the log: a non-blocking send on a buffered
+// channel is the intended use. If the offset is visible already, fn runs
+// before WaitFunc returns.
+func (l *Log) WaitFunc(offset int64, fn func()) (cancel func()) {
+	return l.hwWake.waitFunc(offset, fn)
+}
+
 // waitLevel is the offset WaitChan's waiters wait to pass: the high
 // watermark, or every offset once the log is closed.
 func (l *Log) waitLevel() int64 {

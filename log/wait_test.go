@@ -3,6 +3,7 @@ package log
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -30,10 +31,13 @@ func TestWaitWakesOnAppend(t *testing.T) {
 					woke <- l.HighWatermark()
 				}()
 			}
+			// Every waiter is registered (and so will be woken by the
+			// next advance) before anything is appended.
+			waitWaiters(t, l, waiters)
 			select {
 			case hw := <-woke:
 				t.Fatalf("a waiter woke before anything was appended (hw %d)", hw)
-			case <-time.After(20 * time.Millisecond):
+			default:
 			}
 			if _, _, err := l.Append(makeBatch(t, "w", 1, 1, 10, 1)); err != nil {
 				t.Fatal(err)
@@ -67,6 +71,7 @@ func TestWaitContextAndClose(t *testing.T) {
 		t.Fatalf("Wait after cancel: %v", err)
 	}
 	go func() { done <- l.Wait(context.Background(), 5) }()
+	waitWaiters(t, l, 1) // Close wakes a Wait that is waiting, not one not yet begun
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -117,4 +122,46 @@ func TestWaitersUnderLoad(t *testing.T) {
 		}
 	}
 	wg.Wait()
+}
+
+// waitWaiters returns once n readers wait on l (Log.Waiters): the proof,
+// without a sleep, that they parked before the test acts.
+func waitWaiters(t testing.TB, l *Log, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for l.Waiters() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d readers wait on the log, want %d", l.Waiters(), n)
+		}
+		runtime.Gosched()
+	}
+}
+
+// TestWaiters: Waiters counts Wait calls and WaitChan registrations while
+// they wait, and none once they are woken or cancelled.
+func TestWaiters(t *testing.T) {
+	l := openT(t, nil, t.TempDir(), &Options{FlushPolicy: FlushNone}, State{})
+	if n := l.Waiters(); n != 0 {
+		t.Fatalf("%d waiters on a new log", n)
+	}
+	ready, cancel := l.WaitChan(0)
+	_, cancel2 := l.WaitChan(3)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Wait(ctx, 0) }()
+	waitWaiters(t, l, 3)
+	cancel2()
+	if n := l.Waiters(); n != 2 {
+		t.Fatalf("%d waiters after a cancel, want 2", n)
+	}
+	appendN(t, l, "w", 1, 1, 10)
+	<-ready
+	if err := waitFor(t, done, "Wait"); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	stop()
+	if n := l.Waiters(); n != 0 {
+		t.Fatalf("%d waiters once all were woken, want 0", n)
+	}
 }

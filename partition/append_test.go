@@ -11,7 +11,7 @@ import (
 	"github.com/foliolog/folio/topic"
 )
 
-var flushNone = topic.FlushPolicy{Mode: topic.FlushNone}
+var flushNone = log.FlushNone
 
 func TestIdempotentAppendBatch(t *testing.T) {
 	ctx := context.Background()

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/foliolog/folio/log"
-	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/topic"
 )
 
@@ -68,26 +67,9 @@ func logOptions(cfg topic.Config, po *Options, externalHW bool) (*log.Options, e
 		// keeps the topic's retention beside compaction.
 		o.RetentionBytes, o.RetentionAge = 0, -1
 	}
-	switch cfg.Flush.Mode {
-	case topic.FlushSync:
-		o.FlushPolicy = log.FlushSync
-	case topic.FlushNone:
-		o.FlushPolicy = log.FlushNone
-	case topic.FlushInterval:
-		o.FlushPolicy = log.FlushInterval(cfg.Flush.Interval)
-	case topic.FlushEveryN:
-		o.FlushPolicy = log.FlushEveryN(cfg.Flush.EveryN)
-	default:
-		return nil, fmt.Errorf("%w: unknown flush mode %d", ErrInvalidConfig, cfg.Flush.Mode)
-	}
-	switch cfg.ReadPath {
-	case topic.ReadMmap:
-		o.ReadPath = readpath.Mmap
-	case topic.ReadSendfile:
-		o.ReadPath = readpath.Sendfile
-	default:
-		return nil, fmt.Errorf("%w: unknown read path %d", ErrInvalidConfig, cfg.ReadPath)
-	}
+	// One type each for the flush policy and the read path, from the
+	// topic's configuration to the log: the log validates them.
+	o.FlushPolicy, o.ReadPath = cfg.Flush, cfg.ReadPath
 	return o, nil
 }
 

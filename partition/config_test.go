@@ -82,20 +82,20 @@ func TestLogOptionsMapCompaction(t *testing.T) {
 // the hook's wish for an external high watermark reaches the log.
 func TestLogOptionsMapTopicSettings(t *testing.T) {
 	for _, tc := range []struct {
-		flush topic.FlushPolicy
+		flush log.FlushPolicy
 		want  log.FlushPolicy
 	}{
-		{topic.FlushPolicy{Mode: topic.FlushSync}, log.FlushSync},
-		{topic.FlushPolicy{Mode: topic.FlushNone}, log.FlushNone},
-		{topic.FlushPolicy{Mode: topic.FlushInterval, Interval: time.Second}, log.FlushInterval(time.Second)},
-		{topic.FlushPolicy{Mode: topic.FlushEveryN, EveryN: 7}, log.FlushEveryN(7)},
+		{log.FlushSync, log.FlushSync},
+		{log.FlushNone, log.FlushNone},
+		{log.FlushInterval(time.Second), log.FlushInterval(time.Second)},
+		{log.FlushEveryN(7), log.FlushEveryN(7)},
 	} {
 		o, err := logOptions(topic.Config{Flush: tc.flush}, &Options{}, false)
 		if err != nil || o.FlushPolicy != tc.want {
 			t.Errorf("flush %+v: %v (%v), want %v", tc.flush, o.FlushPolicy, err, tc.want)
 		}
 	}
-	o, err := logOptions(topic.Config{ReadPath: topic.ReadSendfile, TimestampType: topic.LogAppendTime,
+	o, err := logOptions(topic.Config{ReadPath: readpath.Sendfile, TimestampType: topic.LogAppendTime,
 		MaxMessageBytes: 4096, RetentionAge: topic.Unlimited, RetentionBytes: topic.Unlimited}, &Options{}, true)
 	if err != nil {
 		t.Fatal(err)

@@ -110,6 +110,9 @@ func (noMetrics) AppendFailed(string, int32, error)               {}
 // snapshot format (which carries its own checksum), so that a restart
 // replays only the log after it. The data directory's owner decides where
 // it lives; the partition decides what is in it and whether to trust it.
+// A writing Open checks the snapshot and rewrites a damaged one from the
+// log; a store that is a fmt.Stringer is named by its String in the
+// partition's reports.
 type SnapshotStore interface {
 	// ReadSnapshot returns the last snapshot written, or an error wrapping
 	// os.ErrNotExist when there is none.

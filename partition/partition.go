@@ -101,6 +101,9 @@ func Open(fsys vfs.FS, dir string, in topic.Info, index int32, st log.State, opt
 	} else {
 		p.keep = true
 	}
+	if !o.ReadOnly {
+		p.repairSnapshot()
+	}
 	return p, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/foliolog/folio/errs"
 	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/record"
@@ -32,7 +33,7 @@ func (p *Partition) producerState() (*topic.ProducerState, error) {
 		end, lerr := st.LoadSnapshot(data)
 		switch {
 		case lerr != nil:
-			p.logger.Warn("partition: ignoring producer-state snapshot", "partition", p.String(), "err", lerr)
+			p.logger.Warn("partition: ignoring producer-state snapshot", "partition", p.String(), "file", p.snapshotName(), "err", lerr)
 			st, _ = topic.NewProducerState(nil)
 		case end > p.log.LogEndOffset():
 			// The log lost what the snapshot saw: it cannot vouch for it.
@@ -43,16 +44,75 @@ func (p *Partition) producerState() (*topic.ProducerState, error) {
 			from = max(from, end)
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
-		p.logger.Warn("partition: reading producer-state snapshot", "partition", p.String(), "err", err)
+		p.logger.Warn("partition: reading producer-state snapshot", "partition", p.String(), "file", p.snapshotName(), "err", err)
 	}
+	if err := p.replayLocked(st, from); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// replayLocked brings st up to the log end by replaying the batches from
+// offset from on, and makes it the partition's state. p.pstateMu is held.
+func (p *Partition) replayLocked(st *topic.ProducerState, from int64) error {
 	if err := st.Replay(p.batchHeaders(from)); err != nil {
 		if errors.Is(err, log.ErrClosed) {
-			return nil, p.mapAppendError(err, -1, -1) // closed, or deleted
+			return p.mapAppendError(err, -1, -1) // closed, or deleted
 		}
-		return nil, fmt.Errorf("partition: %s: rebuilding producer state from offset %d: %w", p, from, err)
+		return fmt.Errorf("partition: %s: rebuilding producer state from offset %d: %w", p, from, err)
 	}
 	p.pstate = st
-	return st, nil
+	return nil
+}
+
+// repairSnapshot checks the producer-state snapshot at Open: a damaged one
+// (it does not read or does not decode) is reported, naming the store, and
+// replaced by the state rebuilt from the whole log, so that neither the
+// next open nor verify meets it again. A sound snapshot is left for the
+// first idempotent append to load; a missing one is no damage.
+func (p *Partition) repairSnapshot() {
+	if p.snaps == nil {
+		return
+	}
+	data, err := p.snaps.ReadSnapshot()
+	if errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	if err == nil {
+		var st *topic.ProducerState
+		if st, err = topic.NewProducerState(nil); err != nil {
+			return
+		}
+		if _, err = st.LoadSnapshot(data); err == nil {
+			return
+		}
+	}
+	p.logger.Warn("partition: producer-state snapshot damaged; rebuilding it from the log and rewriting it",
+		"partition", p.String(), "snapshot", p.snapshotName(), "err", err)
+	p.pstateMu.Lock()
+	st, serr := topic.NewProducerState(nil)
+	if serr == nil {
+		serr = p.replayLocked(st, p.log.LogStartOffset())
+	}
+	p.pstateMu.Unlock()
+	if serr == nil {
+		_, serr = p.SaveProducerState()
+	}
+	if serr != nil {
+		// The next idempotent append rebuilds the state anyway (it ignores
+		// the damaged snapshot); only the rewrite is missed.
+		p.logger.Warn("partition: rebuilding the damaged producer-state snapshot failed",
+			"partition", p.String(), "snapshot", p.snapshotName(), "err", serr)
+	}
+}
+
+// snapshotName names where the snapshot lives, for messages: the store's
+// String (the data directory's store gives the file's path), else "".
+func (p *Partition) snapshotName() string {
+	if s, ok := p.snaps.(fmt.Stringer); ok {
+		return s.String()
+	}
+	return ""
 }
 
 func (p *Partition) readSnapshot() ([]byte, error) {
@@ -86,13 +146,20 @@ func (p *Partition) batchHeaders(from int64) iter.Seq2[record.Batch, error] {
 				if err != nil {
 					return err
 				}
+				at := v.Pos() // the byte position of buf[0] in its segment
 				for len(buf) > 0 {
 					size, err := record.CheckHeader(buf)
-					if err != nil || size > len(buf) {
-						return fmt.Errorf("%w: %s: batch header at offset %d: %v", ErrCorrupt, p, pos, err)
+					if err == nil && size > len(buf) {
+						err = fmt.Errorf("batch of %d bytes, %d left in the read", size, len(buf))
+					}
+					if err != nil {
+						// The log hands out whole batches it checked: this
+						// is damage under it. Name its directory and where.
+						return errs.Corruptf(ErrCorrupt, p.log.Dir(), -1, "segment position %d, batch header: %w", at, err)
 					}
 					hdrs = append(hdrs, record.Batch(append([]byte(nil), buf[:record.HeaderSize]...)))
 					buf = buf[size:]
+					at += int64(size)
 				}
 				return nil
 			})

@@ -20,7 +20,7 @@ import (
 // replay.
 func TestProducerStateAcrossReopen(t *testing.T) {
 	ctx := context.Background()
-	cfg := topic.Config{Flush: topic.FlushPolicy{Mode: topic.FlushSync}}
+	cfg := topic.Config{Flush: log.FlushSync}
 	for _, how := range []string{"snapshot", "no snapshot", "power cut", "snapshot ahead", "damaged snapshot"} {
 		t.Run(how, func(t *testing.T) {
 			fs := faultfs.New()

@@ -41,6 +41,26 @@ func (p *Partition) WaitChan(offset int64) (ready <-chan struct{}, cancel func()
 	return p.log.WaitChan(offset)
 }
 
+// WaitFunc calls fn once a record at or beyond offset is below the high
+// watermark (or the partition closes), unless cancel was called first: a
+// fetch waiting on many partitions registers one callback on each and
+// waits on one notification of its own (log.Log.WaitFunc). fn must not
+// block nor call into the partition.
+func (p *Partition) WaitFunc(offset int64, fn func()) (cancel func()) {
+	return p.log.WaitFunc(offset, fn)
+}
+
+// MaxTimestamp returns the largest timestamp below the high watermark and
+// the base offset of the batch that carries it (Kafka's ListOffsets
+// MAX_TIMESTAMP), with ok false when the partition shows no record.
+func (p *Partition) MaxTimestamp() (offset, ts int64, ok bool, err error) {
+	offset, ts, ok, err = p.log.MaxTimestamp()
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("partition: %s: max timestamp: %w", p, err)
+	}
+	return offset, ts, ok, nil
+}
+
 // OffsetForTime returns the first offset whose batch has a timestamp at or
 // after t (Kafka's ListOffsets by time), with ok false when no record
 // below the high watermark has one.

@@ -58,3 +58,6 @@ func (k *Kind) UnmarshalText(b []byte) error {
 }
 
 func (k Kind) valid() bool { return k == Mmap || k == Sendfile }
+
+// Set implements flag.Value; on error k is unchanged.
+func (k *Kind) Set(s string) error { return k.UnmarshalText([]byte(s)) }

@@ -59,6 +59,12 @@ type Builder struct {
 	// false: create time, and the max timestamp is the records' maximum.
 	LogAppendTime bool
 	AppendTime    int64
+	// EmptyTimestamp is written as the base and max timestamp of a batch
+	// that holds no records. Default NoTimestamp. Compaction sets the
+	// source batch's max timestamp, as Kafka's does for the empty batches
+	// it keeps (writeEmptyHeader), so that a cleaned segment keeps its max
+	// timestamp for time retention and the compaction lag.
+	EmptyTimestamp int64
 
 	opts      BuilderOptions
 	recs      []byte // the encoded, uncompressed records section
@@ -92,6 +98,7 @@ func (b *Builder) Reset() {
 	b.Control = false
 	b.LogAppendTime = false
 	b.AppendTime = 0
+	b.EmptyTimestamp = NoTimestamp
 	b.recs = b.recs[:0]
 	b.count = 0
 	b.lastDelta = -1
@@ -280,7 +287,7 @@ func (b *Builder) Build(dst []byte) (Batch, error) {
 	if b.Control {
 		attrs |= attrControl
 	}
-	baseTS, maxTS := int64(NoTimestamp), int64(NoTimestamp)
+	baseTS, maxTS := b.EmptyTimestamp, b.EmptyTimestamp
 	if b.count > 0 {
 		baseTS, maxTS = b.firstTS, b.maxTS
 	}

@@ -31,6 +31,9 @@ func (s *Segment) Append(b record.Batch) (int64, error) {
 	if err := s.failure(); err != nil {
 		return 0, err
 	}
+	if s.ro {
+		return 0, s.readOnlyErr("append")
+	}
 	if s.sealed.Load() {
 		return 0, fmt.Errorf("%w: append to %s", ErrSealed, s.logPath)
 	}

@@ -88,6 +88,21 @@
 // prefix; a time entry the last offset and MaxTimestamp of one), opening
 // the files O_RDONLY and changing nothing.
 //
+// # Reading beside a writer
+//
+// OpenReadOnly opens a segment that a writer in another process owns, for
+// reading only: files O_RDONLY, nothing ever written, writes refused with
+// ErrReadOnly. The index files are hints. A segment the writer is done
+// with loads as a sealed one, except that an index that fails its checks is
+// rebuilt in memory (index.NewOffsetInMemory), not on disk. A followed
+// segment (the writer's active one, whose preallocated index tail is
+// zeros) reads the index files as far as their entries are in order, cuts
+// back to the last offset entry that checks out against the .log, and from
+// there walks the batches with Recover's checks (CRC included) to the end
+// of the valid ones; Refresh walks on from that end as the writer appends,
+// indexing in memory what it passes, and reads the file again from the
+// start if the writer cut or replaced it.
+//
 // # Opening lazily
 //
 // Open touches no file: a log holds thousands of sealed segments and opens

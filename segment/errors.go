@@ -2,6 +2,8 @@ package segment
 
 import (
 	"errors"
+	"fmt"
+	"io/fs"
 
 	"github.com/foliolog/folio/errs"
 )
@@ -23,6 +25,9 @@ var (
 	// fsync failed: the segment is fail-stop until Recover (or a reopen and
 	// Recover) re-establishes its state from disk. It wraps the first cause.
 	ErrFailed = errors.New("segment: failed earlier write")
+	// ErrReadOnly is returned by every method that would write to a
+	// segment opened with OpenReadOnly.
+	ErrReadOnly = errors.New("segment: read-only")
 	// ErrExists is returned by Create when the segment's .log already exists.
 	ErrExists = errors.New("segment: already exists")
 
@@ -49,3 +54,15 @@ var (
 	// full: the caller must roll to a new segment.
 	ErrSegmentFull = errors.New("segment: full")
 )
+
+// openError reports a failed open of path: the file layer's *fs.PathError
+// already names the operation and the file, so it is not said twice.
+func openError(op, path string, err error) error {
+	if pe, ok := errors.AsType[*fs.PathError](err); ok && pe.Path == path {
+		if op == "open" {
+			return fmt.Errorf("segment: %w", err)
+		}
+		return fmt.Errorf("segment: %s: %w", op, err)
+	}
+	return fmt.Errorf("segment: %s %s: %w", op, path, err)
+}

@@ -289,7 +289,7 @@ func fileHolds[E comparable, X indexFile[E]](want []E, open func(writable bool) 
 func (s *Segment) emptyFile(path string) error {
 	f, err := s.fs.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		return fmt.Errorf("segment: open %s: %w", path, err)
+		return openError("open", path, err)
 	}
 	err = f.Truncate(0)
 	if cerr := f.Close(); err == nil && cerr != nil {
@@ -307,7 +307,7 @@ func (s *Segment) emptyFile(path string) error {
 func (s *Segment) syncFile(path string) error {
 	f, err := s.fs.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
-		return fmt.Errorf("segment: open %s: %w", path, err)
+		return openError("open", path, err)
 	}
 	err = f.Sync()
 	if cerr := f.Close(); err == nil && cerr != nil {

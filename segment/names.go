@@ -32,14 +32,17 @@ func FileName(base int64, suffix string) string {
 	return fmt.Sprintf("%0*d%s", baseDigits, base, suffix)
 }
 
-// LogPath, IndexPath and TimeIndexPath return the paths of a segment's
-// files in dir.
+// LogPath returns the path of the .log file in dir of the segment at base.
 func LogPath(dir string, base int64) string { return filepath.Join(dir, FileName(base, LogSuffix)) }
 
+// IndexPath returns the path of the offset index (.index) in dir of the
+// segment at base.
 func IndexPath(dir string, base int64) string {
 	return filepath.Join(dir, FileName(base, IndexSuffix))
 }
 
+// TimeIndexPath returns the path of the time index (.timeindex) in dir of
+// the segment at base.
 func TimeIndexPath(dir string, base int64) string {
 	return filepath.Join(dir, FileName(base, TimeIndexSuffix))
 }

@@ -22,9 +22,18 @@ import (
 // comes from Options.ReadPath; the caller must Release it. It stays
 // readable after the segment is closed, deleted or truncated (see
 // TruncateTo).
+//
+// When a batch after the first fails its checks, Read returns the view of
+// the good batches before it together with the error (ErrCorrupt, an
+// *errs.Corruption naming the file and the bad batch's position), as
+// io.Reader returns data with an error: the caller can deliver the records
+// before the damage, and must release the view. A view is returned only
+// with nil or such an error.
 func (s *Segment) Read(offset int64, maxBytes int, maxPosition int64) (*readpath.View, error) {
 	var v *readpath.View
+	var damage error
 	err := s.withCursor(func(c *cursor) error {
+		v, damage = nil, nil // fn may run twice (see withCursor)
 		pos, h, found, err := c.locate(offset)
 		if err != nil {
 			return err
@@ -44,7 +53,8 @@ func (s *Segment) Read(offset int64, maxBytes int, maxPosition int64) (*readpath
 		for end < limit {
 			h, err := c.sc.header(end)
 			if err != nil {
-				return err
+				damage = err
+				break
 			}
 			next := end + int64(h.Size())
 			if next > limit || next-pos > budget {
@@ -63,7 +73,13 @@ func (s *Segment) Read(offset int64, maxBytes int, maxPosition int64) (*readpath
 		}
 		return nil
 	})
-	return v, err
+	if err != nil {
+		if v != nil {
+			v.Release() // a fault after the view was taken
+		}
+		return nil, err
+	}
+	return v, damage
 }
 
 // FindPosition returns the position of the batch that holds offset (the
@@ -199,7 +215,13 @@ func (s *Segment) repairIndexes(f *files, gen uint64) error {
 	s.rebuilds.Add(1)
 	c := s.pinned(f, s.tip.Load())
 	defer c.free()
-	x, err := s.rebuildIndexes(f, c.sc, s.sealed.Load())
+	var x *indexer
+	var err error
+	if s.ro {
+		x, err = s.rebuildInMemory(f, c.sc) // nothing goes to disk
+	} else {
+		x, err = s.rebuildIndexes(f, c.sc, s.sealed.Load())
+	}
 	if err != nil {
 		return s.dropFilesLocked(f, err)
 	}

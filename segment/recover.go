@@ -59,6 +59,9 @@ func (s *Segment) Recover() (RecoverResult, error) {
 	if s.closed.Load() {
 		return RecoverResult{}, fmt.Errorf("%w: %s", ErrClosed, s.logPath)
 	}
+	if s.ro {
+		return RecoverResult{}, s.readOnlyErr("recover")
+	}
 	// Start from the disk, not from anything loaded: its state is suspect.
 	if s.files != nil {
 		err := s.closeFiles(s.files)
@@ -69,7 +72,7 @@ func (s *Segment) Recover() (RecoverResult, error) {
 	}
 	lf, err := s.fs.OpenFile(s.logPath, os.O_RDWR, 0)
 	if err != nil {
-		return RecoverResult{}, fmt.Errorf("segment: open %s: %w", s.logPath, err)
+		return RecoverResult{}, openError("open", s.logPath, err)
 	}
 	f := &files{log: lf}
 	res, x, err := s.recoverFiles(f)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/foliolog/folio/errs"
 	"github.com/foliolog/folio/record"
 )
 
@@ -58,8 +59,8 @@ func (sc *scanner) free() {
 // while the mapping is held), and aliases mapped memory for a mapped scan.
 func (sc *scanner) header(pos int64) (record.Batch, error) {
 	if pos < 0 || sc.limit-pos < record.HeaderSize {
-		return nil, fmt.Errorf("%w: %s: %d bytes left at position %d, a batch header needs %d",
-			ErrCorrupt, sc.path, max(sc.limit-pos, 0), pos, record.HeaderSize)
+		return nil, errs.Corruptf(ErrCorrupt, sc.path, pos, "%d bytes left, a batch header needs %d",
+			max(sc.limit-pos, 0), record.HeaderSize)
 	}
 	var h record.Batch
 	if sc.data != nil {
@@ -75,18 +76,18 @@ func (sc *scanner) header(pos int64) (record.Batch, error) {
 	}
 	size, err := record.CheckHeader(h)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s at position %d: %w", ErrCorrupt, sc.path, pos, err)
+		return nil, errs.Corrupt(ErrCorrupt, sc.path, pos, err)
 	}
 	if int64(size) > sc.limit-pos {
-		return nil, fmt.Errorf("%w: %s at position %d: batch of %d bytes runs past the end at %d",
-			ErrCorrupt, sc.path, pos, size, sc.limit)
+		return nil, errs.Corruptf(ErrCorrupt, sc.path, pos, "batch of %d bytes runs past the end at %d",
+			size, sc.limit).AtOffset(h.BaseOffset())
 	}
 	return h, nil
 }
 
 func (sc *scanner) fill(pos int64) error {
 	if sc.r == nil {
-		return fmt.Errorf("%w: %s: no file to read at position %d", ErrCorrupt, sc.path, pos)
+		return errs.Corruptf(ErrCorrupt, sc.path, pos, "no file to read")
 	}
 	if sc.bp == nil {
 		sc.bp = windowPool.Get().(*[]byte)
@@ -98,7 +99,7 @@ func (sc *scanner) fill(pos int64) error {
 		if err == nil || errors.Is(err, io.EOF) {
 			// The file is shorter than the size it was published with:
 			// something outside the segment cut it.
-			return fmt.Errorf("%w: %s: file ends at %d, below the written size %d", ErrCorrupt, sc.path, pos+int64(n), sc.limit)
+			return errs.Corruptf(ErrCorrupt, sc.path, pos+int64(n), "file ends here, below the written size %d", sc.limit)
 		}
 		return fmt.Errorf("segment: read %s at %d: %w", sc.path, pos, err)
 	}
@@ -118,8 +119,8 @@ func (sc *scanner) walk(from int64, fn func(pos int64, h record.Batch) bool) (in
 			return pos, err
 		}
 		if h.BaseOffset() <= prevLast {
-			return pos, fmt.Errorf("%w: %s at position %d: base offset %d not above the previous last offset %d",
-				ErrCorrupt, sc.path, pos, h.BaseOffset(), prevLast)
+			return pos, errs.Corruptf(ErrCorrupt, sc.path, pos, "base offset %d not above the previous last offset %d",
+				h.BaseOffset(), prevLast).AtOffset(h.BaseOffset())
 		}
 		prevLast = h.LastOffset()
 		if !fn(pos, h) {

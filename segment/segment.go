@@ -37,7 +37,10 @@ type Segment struct {
 	rebuilds atomic.Int64
 	created  atomic.Int64 // UnixNano of Create/Open, or of a truncation to empty
 	sealed   atomic.Bool  // written with appendMu held
-	failed   atomic.Pointer[error]
+	// ro and follow are set by OpenReadOnly (see readonly.go): the segment
+	// never writes, and a followed one tracks a writer's active segment.
+	ro, follow bool
+	failed     atomic.Pointer[error]
 
 	// appendMu serialises the writing methods (Append, Seal, Activate,
 	// TruncateTo, Recover, Close, Delete, CloseIdle and index repairs) and
@@ -81,7 +84,8 @@ type files struct {
 	hdr  *headerMap      // header scans' view of src's mapping; nil unless ReadPath is Mmap
 	off  *index.OffsetIndex
 	time *index.TimeIndex
-	gen  uint64 // bumped by every rebuild of off and time
+	gen  uint64      // bumped by every rebuild of off and time
+	id   os.FileInfo // read-only segments: the .log loaded, to notice its replacement
 }
 
 // headerMap is a view of a Mmap Source's whole mapping that readers'
@@ -341,6 +345,9 @@ func (s *Segment) loadLocked() error {
 	if s.files != nil {
 		return nil
 	}
+	if s.ro {
+		return s.loadReadOnlyLocked()
+	}
 	f := &files{}
 	if err := s.openSource(f, false); err != nil {
 		return err
@@ -432,7 +439,7 @@ func (s *Segment) fileSize(f vfs.File) (int64, error) {
 func (s *Segment) openSource(f *files, active bool) error {
 	rf, err := s.fs.OpenFile(s.logPath, os.O_RDONLY, 0)
 	if err != nil {
-		return fmt.Errorf("segment: open %s: %w", s.logPath, err)
+		return openError("open", s.logPath, err)
 	}
 	mapSize := int64(0) // the file's size at the first view
 	hdrSize := int64(0)
@@ -555,6 +562,9 @@ func (s *Segment) Activate() error {
 	if s.closed.Load() {
 		return fmt.Errorf("%w: %s", ErrClosed, s.logPath)
 	}
+	if s.ro {
+		return s.readOnlyErr("activate")
+	}
 	if !s.sealed.Load() {
 		return nil
 	}
@@ -570,7 +580,7 @@ func (s *Segment) activateLocked() error {
 	f := s.files
 	lf, err := s.fs.OpenFile(s.logPath, os.O_RDWR, 0)
 	if err != nil {
-		return fmt.Errorf("segment: open %s for writing: %w", s.logPath, err)
+		return openError("open for writing", s.logPath, err)
 	}
 	// A sealed segment's Source maps the file at its sealed size; the
 	// active one maps MaxSegmentBytes so appends need no remap.
@@ -601,6 +611,9 @@ func (s *Segment) Seal() error {
 	defer s.appendMu.Unlock()
 	if err := s.checkClosed(); err != nil {
 		return err
+	}
+	if s.ro {
+		return s.readOnlyErr("seal")
 	}
 	if s.sealed.Load() {
 		return nil
@@ -755,6 +768,9 @@ func (s *Segment) Delete() error {
 	defer s.resMu.Unlock()
 	if s.deleted {
 		return fmt.Errorf("%w: %s", ErrClosed, s.logPath)
+	}
+	if s.ro {
+		return s.readOnlyErr("delete")
 	}
 	var errs []error
 	if !s.closed.Load() {

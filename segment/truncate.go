@@ -34,6 +34,9 @@ func (s *Segment) TruncateTo(offset int64) (int64, error) {
 	if err := s.failure(); err != nil {
 		return 0, err
 	}
+	if s.ro {
+		return 0, s.readOnlyErr("truncate")
+	}
 	if err := s.loadLocked(); err != nil {
 		return 0, err
 	}

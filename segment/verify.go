@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 
+	"github.com/foliolog/folio/errs"
 	"github.com/foliolog/folio/index"
 	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/vfs"
@@ -150,7 +151,7 @@ func (s *Segment) verifyLog(r *Report, m *entryMatcher) error {
 			return fmt.Errorf("segment: verify %s: %w", s.logPath, err)
 		}
 		if cause != nil {
-			r.Problems = append(r.Problems, Problem{Path: s.logPath, Position: pos, Entry: -1, Err: fmt.Errorf("%w: %w", ErrCorrupt, cause)})
+			r.Problems = append(r.Problems, Problem{Path: s.logPath, Position: pos, Entry: -1, Err: logProblem(cause)})
 			if inPrefix {
 				inPrefix = false
 				r.ValidBytes = pos
@@ -374,4 +375,14 @@ func (m *entryMatcher) problems(s *Segment, r *Report) []Problem {
 		}
 	}
 	return out
+}
+
+// logProblem is the Err of a .log Problem: cause, matching ErrCorrupt. A
+// cause that is already a lower layer's corruption (record's, naming its
+// batch) speaks for itself; the class is added without words.
+func logProblem(cause error) error {
+	if errors.Is(cause, errs.ErrCorrupt) {
+		return errs.Mark(cause, ErrCorrupt)
+	}
+	return fmt.Errorf("%w: %w", ErrCorrupt, cause)
 }

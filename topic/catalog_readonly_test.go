@@ -260,6 +260,9 @@ func TestCatalogReadOnlyMissing(t *testing.T) {
 	if err := open(file); !errors.Is(err, ErrNoCatalog) {
 		t.Fatalf("data dir is a file: %v", err)
 	}
+	if after := treeListing(t, parent); !slices.Equal(before, after) {
+		t.Fatalf("refused opens of an empty dir and a file changed %s:\nbefore %q\nafter  %q", parent, before, after)
+	}
 
 	// Partition directories without a catalog: the file was lost, as a
 	// writable open reports it.

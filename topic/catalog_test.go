@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/vfs/faultfs"
 )
 
@@ -125,11 +126,11 @@ func TestCatalogLifecycle(t *testing.T) {
 	}
 
 	// Alter keeps the partition count and ID.
-	altered, err := c.Alter("orders", Config{Flush: FlushPolicy{Mode: FlushNone}, Compression: CompressionZstd})
+	altered, err := c.Alter("orders", Config{Flush: log.FlushNone, Compression: CompressionZstd})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if altered.Config.Partitions != 5 || altered.Config.Flush.Mode != FlushNone || altered.Config.RetentionAge != DefaultRetentionAge || altered.ID != orders.ID {
+	if altered.Config.Partitions != 5 || altered.Config.Flush != log.FlushNone || altered.Config.RetentionAge != DefaultRetentionAge || altered.ID != orders.ID {
 		t.Fatalf("altered %+v", altered)
 	}
 	if _, err := c.Alter("orders", Config{Partitions: 6}); !errors.Is(err, ErrInvalidPartitions) {
@@ -524,14 +525,14 @@ func setupCrashDir(t *testing.T, fs *faultfs.FS) (dir string, old map[string]Con
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Create("victim", Config{Partitions: 2, Flush: FlushPolicy{Mode: FlushNone}}); err != nil {
+	if _, err := c.Create("victim", Config{Partitions: 2, Flush: log.FlushNone}); err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range []string{c.PartitionDir("keep", 0), c.PartitionDir("keep", 1), c.PartitionDir("victim", 1)} {
 		writeDurable(t, fs, filepath.Join(d, "00000000000000000000.log"), []byte("segment bytes"))
 	}
 	c.Close()
-	return dir, map[string]Config{"keep": keep.Config, "victim": (Config{Partitions: 2, Flush: FlushPolicy{Mode: FlushNone}}).WithDefaults()}, keep.ID
+	return dir, map[string]Config{"keep": keep.Config, "victim": (Config{Partitions: 2, Flush: log.FlushNone}).WithDefaults()}, keep.ID
 }
 
 func writeDurable(t *testing.T, fs *faultfs.FS, path string, data []byte) {
@@ -957,7 +958,7 @@ func FuzzDecodeCatalog(f *testing.F) {
 	st := catalogState{nextProducerID: 2000, topics: map[string]Info{}}
 	for i, name := range []string{"orders", "__consumer_offsets", "a.b-c_d"} {
 		st.topics[name] = Info{Name: name, ID: newID(), Internal: IsInternal(name), Created: time.UnixMilli(int64(i) * 1e12),
-			Config: (Config{Partitions: int32(i + 1), Flush: FlushPolicy{Mode: FlushEveryN, EveryN: 10}}).WithDefaults()}
+			Config: (Config{Partitions: int32(i + 1), Flush: log.FlushEveryN(10)}).WithDefaults()}
 	}
 	full, _ := encodeCatalog(st)
 	f.Add(full)

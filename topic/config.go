@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/foliolog/folio/log"
+	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/record"
 )
 
@@ -55,9 +57,9 @@ const (
 // what they change; WithDefaults spells the defaults out. Settings and Set
 // convert to and from Kafka-style string settings for the CLI.
 //
-// The flush policy and read path are this package's own plain types, not the
-// log package's: the catalog stores them without depending on how the log
-// implements them, and the root package maps them when it opens a log.
+// The flush policy and the read path are the types of the packages that
+// carry them out (log.FlushPolicy, readpath.Kind), so that a program names
+// each concept with one type; the catalog stores their text forms.
 type Config struct {
 	// Partitions is the partition count, 1 to MaxPartitions. Default 1.
 	// After creation it only grows, through Catalog.AddPartitions.
@@ -75,10 +77,11 @@ type Config struct {
 	// SegmentAge rolls a segment that has been active this long. Default 7
 	// days (Kafka's segment.ms).
 	SegmentAge time.Duration
-	// Flush is what an acknowledgement waits for. Default FlushSync.
-	Flush FlushPolicy
-	// ReadPath chooses how reads reach the segment files. Default ReadMmap.
-	ReadPath ReadPath
+	// Flush is what an acknowledgement waits for. Default log.FlushSync.
+	Flush log.FlushPolicy
+	// ReadPath chooses how reads reach the segment files. Default
+	// readpath.Mmap.
+	ReadPath readpath.Kind
 	// Cleanup chooses between deleting old segments and compacting by key.
 	// Default CleanupDelete.
 	Cleanup CleanupPolicy
@@ -160,10 +163,10 @@ func (c Config) Validate() error {
 	case d.DeleteRetention < 0 && d.DeleteRetention != NoDeleteRetention:
 		return fmt.Errorf("%w: DeleteRetention %v, want a non-negative duration or NoDeleteRetention (-1)", ErrInvalidConfig, c.DeleteRetention)
 	}
-	if err := c.Flush.validate(); err != nil {
-		return err
+	if err := c.Flush.Validate(); err != nil {
+		return fmt.Errorf("%w: Flush: %w", ErrInvalidConfig, err)
 	}
-	if int(c.ReadPath) >= len(readPathNames) {
+	if c.ReadPath != readpath.Mmap && c.ReadPath != readpath.Sendfile {
 		return fmt.Errorf("%w: ReadPath %d is not a known read path", ErrInvalidConfig, c.ReadPath)
 	}
 	if int(c.Cleanup) >= len(cleanupNames) {
@@ -266,9 +269,9 @@ func (c *Config) Set(key, value string) error {
 	case KeySegmentAge:
 		n.SegmentAge, err = ParseDuration(value)
 	case KeyFlush:
-		n.Flush, err = ParseFlushPolicy(value)
+		n.Flush, err = log.ParseFlushPolicy(value)
 	case KeyReadPath:
-		n.ReadPath, err = ParseReadPath(value)
+		n.ReadPath, err = readpath.ParseKind(value)
 	case KeyCleanup:
 		n.Cleanup, err = ParseCleanupPolicy(value)
 	case KeyMinCleanableDirtyRatio:

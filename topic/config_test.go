@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foliolog/folio/log"
+	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/record"
 )
 
@@ -21,8 +23,8 @@ func TestConfigDefaults(t *testing.T) {
 		RetentionAge:    7 * 24 * time.Hour,
 		SegmentBytes:    1 << 30,
 		SegmentAge:      7 * 24 * time.Hour,
-		Flush:           FlushPolicy{Mode: FlushSync},
-		ReadPath:        ReadMmap,
+		Flush:           log.FlushSync,
+		ReadPath:        readpath.Mmap,
 		Cleanup:         CleanupDelete,
 		TimestampType:   CreateTime,
 		MaxMessageBytes: 1048588,
@@ -57,10 +59,9 @@ func TestConfigValidate(t *testing.T) {
 		{"SegmentBytes", Config{SegmentBytes: MaxSegmentBytes + 1}},
 		{"SegmentAge", Config{SegmentAge: -1}},
 		{"MaxMessageBytes", Config{MaxMessageBytes: 10}},
-		{"Flush.Interval", Config{Flush: FlushPolicy{Mode: FlushInterval}}},
-		{"Flush.Interval", Config{Flush: FlushPolicy{Mode: FlushSync, Interval: time.Second}}},
-		{"Flush.EveryN", Config{Flush: FlushPolicy{Mode: FlushEveryN, EveryN: -5}}},
-		{"Flush.Mode", Config{Flush: FlushPolicy{Mode: 9}}},
+		{"Flush", Config{Flush: log.FlushInterval(0)}},
+		{"Flush", Config{Flush: log.FlushInterval(-time.Second)}},
+		{"Flush", Config{Flush: log.FlushEveryN(-5)}},
 		{"ReadPath", Config{ReadPath: 2}},
 		{"Cleanup", Config{Cleanup: 3}},
 		{"TimestampType", Config{TimestampType: 2}},
@@ -82,9 +83,9 @@ func TestConfigValidate(t *testing.T) {
 		{RetentionBytes: Unlimited, RetentionAge: Unlimited},
 		{SegmentBytes: MinSegmentBytes, MaxMessageBytes: MinMaxMessageBytes},
 		{SegmentBytes: MaxSegmentBytes, MaxMessageBytes: math.MaxInt32, Partitions: MaxPartitions},
-		{Flush: FlushPolicy{Mode: FlushInterval, Interval: time.Millisecond}},
-		{Flush: FlushPolicy{Mode: FlushEveryN, EveryN: 1}},
-		{Flush: FlushPolicy{Mode: FlushNone}, ReadPath: ReadSendfile, Cleanup: CleanupCompactDelete, TimestampType: LogAppendTime, Compression: CompressionZstd},
+		{Flush: log.FlushInterval(time.Millisecond)},
+		{Flush: log.FlushEveryN(1)},
+		{Flush: log.FlushNone, ReadPath: readpath.Sendfile, Cleanup: CleanupCompactDelete, TimestampType: LogAppendTime, Compression: CompressionZstd},
 		{MinCleanableDirtyRatio: 1, MinCompactionLag: time.Hour, DeleteRetention: NoDeleteRetention},
 		{MinCleanableDirtyRatio: 1e-9, DeleteRetention: time.Nanosecond},
 	} {
@@ -111,13 +112,13 @@ func TestConfigSet(t *testing.T) {
 		{"segment.bytes", "64MiB", func(c Config) bool { return c.SegmentBytes == 64<<20 }},
 		{"segment", "100MB", func(c Config) bool { return c.SegmentBytes == 100e6 }},
 		{"segment.ms", "12h", func(c Config) bool { return c.SegmentAge == 12*time.Hour }},
-		{"flush", "sync", func(c Config) bool { return c.Flush == FlushPolicy{Mode: FlushSync} }},
-		{"flush", "none", func(c Config) bool { return c.Flush == FlushPolicy{Mode: FlushNone} }},
+		{"flush", "sync", func(c Config) bool { return c.Flush == log.FlushSync }},
+		{"flush", "none", func(c Config) bool { return c.Flush == log.FlushNone }},
 		{"flush", "interval:100ms", func(c Config) bool {
-			return c.Flush == FlushPolicy{Mode: FlushInterval, Interval: 100 * time.Millisecond}
+			return c.Flush == log.FlushInterval(100*time.Millisecond)
 		}},
-		{"flush", "every:1000", func(c Config) bool { return c.Flush == FlushPolicy{Mode: FlushEveryN, EveryN: 1000} }},
-		{"read.path", "sendfile", func(c Config) bool { return c.ReadPath == ReadSendfile }},
+		{"flush", "every:1000", func(c Config) bool { return c.Flush == log.FlushEveryN(1000) }},
+		{"read.path", "sendfile", func(c Config) bool { return c.ReadPath == readpath.Sendfile }},
 		{"cleanup.policy", "compact", func(c Config) bool { return c.Cleanup == CleanupCompact }},
 		{"cleanup", "delete,compact", func(c Config) bool { return c.Cleanup == CleanupCompactDelete }},
 		{"message.timestamp.type", "LogAppendTime", func(c Config) bool { return c.TimestampType == LogAppendTime }},
@@ -194,7 +195,7 @@ func randomConfig(r *rand.Rand) Config {
 		RetentionAge:    []time.Duration{Unlimited, time.Duration(1 + r.Int64N(1<<50)), 3 * 24 * time.Hour}[r.IntN(3)],
 		SegmentBytes:    MinSegmentBytes + r.Int64N(MaxSegmentBytes-MinSegmentBytes+1),
 		SegmentAge:      time.Duration(1 + r.Int64N(1<<45)),
-		ReadPath:        ReadPath(r.IntN(len(readPathNames))),
+		ReadPath:        readpath.Kind(r.IntN(2)),
 		Cleanup:         CleanupPolicy(r.IntN(len(cleanupNames))),
 		TimestampType:   TimestampType(r.IntN(len(timestampTypeNames))),
 		MaxMessageBytes: MinMaxMessageBytes + r.Int32N(math.MaxInt32-MinMaxMessageBytes),
@@ -206,11 +207,11 @@ func randomConfig(r *rand.Rand) Config {
 	}
 	switch r.IntN(4) {
 	case 1:
-		c.Flush = FlushPolicy{Mode: FlushNone}
+		c.Flush = log.FlushNone
 	case 2:
-		c.Flush = FlushPolicy{Mode: FlushInterval, Interval: time.Duration(1 + r.Int64N(1<<40))}
+		c.Flush = log.FlushInterval(time.Duration(1 + r.Int64N(1<<40)))
 	case 3:
-		c.Flush = FlushPolicy{Mode: FlushEveryN, EveryN: 1 + r.Int64N(1<<40)}
+		c.Flush = log.FlushEveryN(1 + r.Int64N(1<<40))
 	}
 	return c
 }
@@ -340,7 +341,7 @@ func TestFlagValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Config{Flush: FlushPolicy{Mode: FlushInterval, Interval: 250 * time.Millisecond}, ReadPath: ReadSendfile,
+	want := Config{Flush: log.FlushInterval(250 * time.Millisecond), ReadPath: readpath.Sendfile,
 		Cleanup: CleanupCompactDelete, TimestampType: LogAppendTime, Compression: CompressionLZ4}
 	if c != want {
 		t.Fatalf("flags gave %+v, want %+v", c, want)
@@ -353,8 +354,8 @@ func TestFlagValues(t *testing.T) {
 	}
 
 	type doc struct {
-		Flush FlushPolicy
-		Path  ReadPath
+		Flush log.FlushPolicy
+		Path  readpath.Kind
 		Clean CleanupPolicy
 		TS    TimestampType
 		Codec Compression
@@ -380,7 +381,7 @@ func TestFlagValues(t *testing.T) {
 }
 
 func TestEnums(t *testing.T) {
-	if ReadPath(5).String() != "ReadPath(5)" || CleanupCompactDelete.String() != "compact,delete" {
+	if TimestampType(5).String() != "TimestampType(5)" || CleanupCompactDelete.String() != "compact,delete" {
 		t.Fatal("String of enums")
 	}
 	for c, want := range map[CleanupPolicy][2]bool{CleanupDelete: {true, false}, CleanupCompact: {false, true}, CleanupCompactDelete: {true, true}} {

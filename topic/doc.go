@@ -27,11 +27,11 @@
 // retention (NoDeleteRetention), not the default. A catalog written before
 // a setting existed loads with that setting's default.
 //
-// The flush policy (FlushPolicy) and read path (ReadPath) are this
-// package's own small types rather than the log package's. The catalog
-// stores them by their text form, and nothing here depends on how the log
-// implements them; the root package maps them to the log's options when it
-// opens a partition. Validation here checks syntax and ranges only.
+// The flush policy (Config.Flush) and the read path (Config.ReadPath) are
+// the types of the packages that carry them out, log.FlushPolicy and
+// readpath.Kind (folio.FlushPolicy and folio.ReadPath in the root package),
+// so a program names each with one type. The catalog stores them by their
+// text forms. Validation here checks syntax and ranges only.
 //
 // # The catalog
 //

@@ -14,10 +14,8 @@ const murmur2Seed uint32 = 0x9747b28c
 // (Utils.murmur2: seed 0x9747b28c, little-endian 4-byte blocks), returned
 // as the Java int Kafka sees.
 func Murmur2(data []byte) int32 {
-	const (
-		m     uint32 = 0x5bd1e995
-		shift        = 24
-	)
+	const m uint32 = 0x5bd1e995
+	const shift = 24
 	h := murmur2Seed ^ uint32(len(data))
 	for len(data) >= 4 {
 		k := binary.LittleEndian.Uint32(data)

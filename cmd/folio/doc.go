@@ -31,7 +31,7 @@
 //
 // Deletes a topic and its records.
 //
-//	folio produce -topic T [-partition P] [-K delim] [-report]
+//	folio produce -topic T [-partition P] [-K delim] [-report] [-batch-bytes N]
 //
 // Appends one record per line of stdin, as lines arrive: stdin may be a
 // stream that never ends (SIGINT or SIGTERM stops it: the lines handed to
@@ -48,7 +48,22 @@
 // order of acknowledgement, flushed as it comes. A record that is not
 // acknowledged (for example a line longer than the topic's
 // max.message.bytes) stops the run with an error naming its line; records
-// of earlier lines stay written.
+// of earlier lines stay written. -batch-bytes (default 64KiB, Kafka's
+// batch.size) is how many bytes of lines go in one batch; a longer line
+// goes in a batch of its own, so any line up to the topic's
+// max.message.bytes is produced whatever -batch-bytes says.
+//
+//	folio serve [-listen HOST:PORT] [-advertise HOST:PORT] [-partitions N] [-no-auto-create] [-v]
+//
+// Serves the data directory to Kafka clients over TCP (package transport):
+// produce, fetch, offsets, metadata, idempotent producers. It takes the
+// directory's lock, prints "listening on ADDR" on stdout once it accepts
+// connections (with -listen HOST:0 the real port), logs with slog on
+// stderr, and on SIGINT or SIGTERM stops accepting, lets the requests in
+// flight finish (30 s at most) and closes the directory cleanly. A topic a
+// client names is created with -partitions partitions unless
+// -no-auto-create. A bad flag, a held directory or a port in use is one
+// line on stderr and a non-zero exit.
 //
 //	folio groups reset -group G -topic T -to earliest|latest|OFFSET|TIME [-partition P] [-dry-run]
 //
@@ -65,7 +80,8 @@
 // Consumes as a member of the consumer group G: the group's coordinator
 // assigns the partitions (several members, in several processes in turn,
 // share the work; every group gets every record), partitions without a
-// committed offset start at -offset (beginning by default). The offsets
+// committed offset start at -offset (beginning by default, as the
+// library's GroupOptions.Reset: a new group reads the backlog). The offsets
 // after the records printed are committed every -commit-interval and
 // before the command exits (at -n, at the end with -e, on SIGINT or
 // SIGTERM), always after the output was flushed: a record is committed

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/foliolog/folio/errs"
 )
@@ -54,7 +55,9 @@ type corruptError struct {
 }
 
 func (e *corruptError) Error() string {
-	if e.Offset >= 0 {
+	// A cause that names the batch itself (record's errors do) is not
+	// preceded by the same offset.
+	if e.Offset >= 0 && !strings.Contains(e.Err.Error(), fmt.Sprintf("at offset %d:", e.Offset)) {
 		return fmt.Sprintf("%s: position %d (batch at offset %d): %v", e.Path, e.Pos, e.Offset, e.Err)
 	}
 	return fmt.Sprintf("%s: position %d: %v", e.Path, e.Pos, e.Err)

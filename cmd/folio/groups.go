@@ -24,13 +24,6 @@ import (
 // ErrUnknownGroup names a group with no committed offsets.
 var ErrUnknownGroup = errors.New("unknown consumer group")
 
-func runGroups(e env, args []string) error {
-	if len(args) > 0 && args[0] == "reset" {
-		return groupsReset(e, args[1:])
-	}
-	return groupsDescribe(e, args)
-}
-
 // commit is one committed offset as __consumer_offsets holds it.
 type commit struct {
 	offset   int64
@@ -617,11 +610,11 @@ func resolveReset(b *folio.Broker, topicName string, p folio.PartitionInfo, targ
 // always after the output was flushed, so a commit never covers a record
 // that was not written out (at-least-once).
 func consumeGroup(e env, dir, groupID, topicName string, start startSpec, f recordFormat, limit int64, exitAtEnd bool, recheck, commitEvery time.Duration) (err error) {
-	reset := group.ResetEarliest
+	reset := folio.ResetEarliest
 	switch start.kind {
 	case 'b':
 	case 'e':
-		reset = group.ResetLatest
+		reset = folio.ResetLatest
 	default:
 		return usagef("-offset with -group is beginning or end (where to start in partitions without a committed offset)")
 	}
@@ -667,7 +660,8 @@ type groupPrinter struct {
 	printer
 	gc *folio.GroupConsumer
 	// positions holds, per partition, the offset after the last record
-	// printed; committed is what was last committed of it.
+	// printed (or, if none was, the first record handed out and not
+	// printed); committed is what was last committed of it.
 	positions, committed map[folio.TopicPartition]int64
 }
 
@@ -692,14 +686,20 @@ func (m *groupPrinter) loop(ctx context.Context, exitAtEnd bool, recheck, commit
 			return err
 		}
 		for _, r := range recs {
+			tp := folio.TopicPartition{Topic: r.Topic, Partition: r.Partition}
+			if m.done() {
+				// Handed out past -n, not printed: the commit of a
+				// partition nothing was printed from stays before it.
+				if _, ok := m.positions[tp]; !ok {
+					m.positions[tp] = r.Offset
+				}
+				continue
+			}
 			fl := fields{topic: r.Topic, partition: r.Partition, offset: r.Offset, timestamp: r.Timestamp.UnixMilli(),
 				key: r.Key, value: r.Value, headers: r.Headers}
 			m.format.write(m.w, &fl)
 			m.printed++
-			m.positions[folio.TopicPartition{Topic: r.Topic, Partition: r.Partition}] = r.Offset + 1
-			if m.done() {
-				break
-			}
+			m.positions[tp] = r.Offset + 1
 		}
 		if time.Since(lastCommit) >= commitEvery {
 			if err := m.commit(ctx); err != nil {
@@ -723,7 +723,11 @@ func (m *groupPrinter) caughtUp() bool {
 }
 
 // commit flushes the output, then commits the positions after the records
-// in it that are not committed yet.
+// in it that are not committed yet, and the position of every owned
+// partition nothing was printed from (where the member started: a member
+// that started at the end and read nothing must start there next time
+// too, not at the end again, or it misses what came in between; the
+// library's auto-commit does the same).
 func (m *groupPrinter) commit(ctx context.Context) error {
 	if err := m.w.Flush(); err != nil {
 		return fmt.Errorf("writing the output: %w", err)
@@ -733,8 +737,18 @@ func (m *groupPrinter) commit(ctx context.Context) error {
 	}
 	todo := map[folio.TopicPartition]int64{}
 	for tp, off := range m.positions {
-		if m.committed[tp] != off {
+		if c, ok := m.committed[tp]; !ok || c != off {
 			todo[tp] = off
+		}
+	}
+	for _, tp := range m.gc.Assignment() {
+		if _, printed := m.positions[tp]; printed {
+			continue
+		}
+		if off, err := m.gc.Position(tp.Topic, tp.Partition); err == nil {
+			if c, ok := m.committed[tp]; !ok || c != off {
+				todo[tp] = off
+			}
 		}
 	}
 	if len(todo) == 0 {

@@ -51,6 +51,8 @@ func commands() []command {
 		{"verify", "check every CRC and index of a data directory", runVerify},
 		{"groups", "consumer groups' committed offsets, lag and members", groupsDescribe},
 		{"groups reset", "move a consumer group's committed offsets", groupsReset},
+		{"serve", "serve the data directory to Kafka clients over TCP until SIGINT/SIGTERM", runServe},
+		{"console", "serve a read-only web console of the directory (beside a running application)", runConsole},
 	}
 }
 
@@ -254,7 +256,7 @@ func parseFlags(fs *flagSet, args []string) error {
 
 // readOnlyCommands is what a user can still run while an application
 // holds the directory.
-const readOnlyCommands = "topics list, topics describe, consume without -group, dump, verify, groups"
+const readOnlyCommands = "topics list, topics describe, consume without -group, dump, verify, groups, console"
 
 // openBroker opens the data directory for writing, taking its lock. A
 // directory an application holds fails with folio.ErrDirLocked, which names

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"sync"
 
 	"github.com/foliolog/folio"
+	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/topic"
 )
 
@@ -20,13 +22,18 @@ import (
 const reportQueue = 4096
 
 func runProduce(e env, args []string) (err error) {
-	fs, dir := newFlags(e, "produce", "produce -topic T [-partition P] [-K delim] [-report]")
+	fs, dir := newFlags(e, "produce", "produce -topic T [-partition P] [-K delim] [-report] [-batch-bytes N]")
 	name := fs.String("topic", "", "the topic to produce to (required; created with default settings if missing)")
 	part := fs.Int("partition", -1, "the partition for every record; -1 lets Kafka's partitioner choose (by key hash; unkeyed records stick to a partition per batch)")
 	delim := fs.String("K", "", `key delimiter: each line is key, delimiter, value ("\t" is a tab); a line without it has no key`)
 	report := fs.Bool("report", false, "after each record is acknowledged, print line<TAB>partition<TAB>offset")
+	batchBytes := fs.String("batch-bytes", topic.FormatBytes(folio.DefaultBatchBytes), "how many bytes of records go in one batch (a size: 1MiB, 4096; Kafka's batch.size); a longer line goes in a batch of its own, up to the topic's max.message.bytes")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	batch, err := topic.ParseBytes(*batchBytes)
+	if err != nil || batch < record.HeaderSize || batch > math.MaxInt32 {
+		return usagef("-batch-bytes %q: want a size from %d bytes to 2GiB", *batchBytes, record.HeaderSize)
 	}
 	if err := checkPartitionFlag(*part); err != nil {
 		return err
@@ -65,7 +72,7 @@ func runProduce(e env, args []string) (err error) {
 	if *part >= len(in.Partitions) {
 		return fmt.Errorf("%w %d: topic %q has partitions 0 to %d", ErrUnknownPartition, *part, in.Name, len(in.Partitions)-1)
 	}
-	p, err := b.NewProducer(&folio.ProducerOptions{ManualPartitioning: *part >= 0})
+	p, err := b.NewProducer(&folio.ProducerOptions{ManualPartitioning: *part >= 0, BatchBytes: int(batch)})
 	if err != nil {
 		return err
 	}

@@ -139,6 +139,22 @@ func TestProduceLines(t *testing.T) {
 	if r.stdout != "1\t0\t0\n" {
 		t.Errorf("report before the failure = %q", r.stdout)
 	}
+
+	// A line longer than -batch-bytes (64KiB by default) that the topic
+	// takes goes in a batch of its own.
+	ok(t, "", "topics", "create", "-dir", dir, "-topic", "large")
+	long := strings.Repeat("L", 300<<10)
+	for _, args := range [][]string{nil, {"-batch-bytes", "4KiB"}} {
+		out := ok(t, "a\n"+long+"\nb\n", append([]string{"produce", "-dir", dir, "-topic", "large", "-report"}, args...)...)
+		if strings.Count(out, "\n") != 3 {
+			t.Errorf("produce %v of a 300 KiB line: report %q", args, out)
+		}
+	}
+	got = ok(t, "", "consume", "-dir", dir, "-topic", "large", "-e", "-f", `%o %S\n`)
+	if want := "0 1\n1 307200\n2 1\n3 1\n4 307200\n5 1\n"; got != want {
+		t.Errorf("consume of the large lines = %q, want %q", got, want)
+	}
+	fails(t, 2, []string{"-batch-bytes"}, "", "produce", "-dir", dir, "-topic", "large", "-batch-bytes", "3")
 }
 
 // TestProduceStreams: records are produced as lines arrive, so a writer

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/foliolog/folio"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// server is a `folio serve` child process.
+type server struct {
+	cmd    *exec.Cmd
+	addr   string
+	stderr *bytes.Buffer
+	exited chan struct{}
+}
+
+// startServe starts folio serve on dir and waits for its "listening on"
+// line.
+func startServe(t *testing.T, dir string, args ...string) *server {
+	t.Helper()
+	cmd := exec.Command(folioBin, append([]string{"serve", "-dir", dir, "-listen", "127.0.0.1:0"}, args...)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &server{cmd: cmd, stderr: &bytes.Buffer{}, exited: make(chan struct{})}
+	cmd.Stderr = s.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-s.exited
+	})
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		if sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+		io.Copy(io.Discard, stdout)
+		cmd.Wait()
+		close(s.exited)
+	}()
+	select {
+	case line, ok := <-lines:
+		addr, found := strings.CutPrefix(line, "listening on ")
+		if !ok || !found {
+			t.Fatalf("first line %q, want \"listening on ADDR\"; stderr: %s", line, s.stderr)
+		}
+		s.addr = addr
+	case <-time.After(time.Minute):
+		t.Fatal("no \"listening on\" line within a minute")
+	}
+	return s
+}
+
+func TestServeSubprocess(t *testing.T) {
+	dir := t.TempDir()
+	s := startServe(t, dir, "-partitions", "2")
+	if _, port, _ := net.SplitHostPort(s.addr); port == "0" {
+		t.Fatalf("listening on %s: the real port was not printed", s.addr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.addr), kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic("events"),
+		kgo.ConsumeTopics("events"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for _, v := range []string{"a", "b", "c"} {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Key: []byte(v), Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := 0
+	for got < 3 {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatal(err)
+		}
+		got += fs.NumRecords()
+	}
+
+	// A second serve of the held directory fails with one line.
+	r := cli(t, "", "serve", "-dir", dir, "-listen", "127.0.0.1:0")
+	if r.code != exitFail || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || !strings.Contains(r.stderr, "folio serve: ") {
+		t.Fatalf("serve of a held directory: exit %d, stderr %q", r.code, r.stderr)
+	}
+	// The port in use: one line, exit 1.
+	r = cli(t, "", "serve", "-dir", t.TempDir(), "-listen", s.addr)
+	if r.code != exitFail || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || !strings.Contains(r.stderr, "address already in use") {
+		t.Fatalf("serve on a port in use: exit %d, stderr %q", r.code, r.stderr)
+	}
+
+	// SIGTERM: a clean shutdown, the clean-shutdown marker written.
+	cl.Close()
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.exited:
+	case <-time.After(time.Minute):
+		t.Fatal("serve did not exit within a minute of SIGTERM")
+	}
+	if code := s.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("serve exited %d after SIGTERM; stderr: %s", code, s.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, folio.CleanShutdownFile)); err != nil {
+		t.Fatalf("no clean-shutdown marker after SIGTERM: %v", err)
+	}
+	b, err := folio.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	in, err := b.DescribeTopic("events")
+	if err != nil || len(in.Partitions) != 2 {
+		t.Fatalf("auto-created topic: %+v, %v", in, err)
+	}
+}
+
+func TestServeBadFlag(t *testing.T) {
+	for _, args := range [][]string{{"-listen"}, {"-advertise", "nohost"}, {"-partitions", "0"}, {"extra"}} {
+		r := cli(t, "", append([]string{"serve", "-dir", t.TempDir()}, args...)...)
+		if r.code != exitUsage || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || r.stdout != "" {
+			t.Fatalf("serve %v: exit %d, stdout %q, stderr %q", args, r.code, r.stdout, r.stderr)
+		}
+	}
+}

@@ -1,0 +1,220 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/foliolog/folio/errs"
+	"github.com/foliolog/folio/log"
+	"github.com/foliolog/folio/partition"
+	"github.com/foliolog/folio/topic"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Fetch v4..v16 (v13+ names topics by id). The response is framed by this
+// package (fetch_frame.go) so the record bytes go from the segment to the
+// socket by the topic's read path.
+//
+// Semantics, as Kafka's:
+//   - MaxBytes bounds the response and PartitionMaxBytes each partition,
+//     except that the first partition with data always gets its first
+//     whole batch, however large (so a batch above the limits is never
+//     stuck). A later partition whose first batch does not fit the bytes
+//     left gets no records this time.
+//   - Reads stop at the high watermark, for read_uncommitted and
+//     read_committed alike (there are no transactions, so the last stable
+//     offset is the high watermark).
+//   - Fewer than MinBytes ready: the fetch parks until MinBytes are there,
+//     MaxWaitMs passes or the server shuts down. While parked it waits on
+//     one channel of its own, with one partition.WaitFunc callback per
+//     partition: no goroutine per partition and no polling.
+//   - A partition error (unknown topic, offset out of range) answers at
+//     once.
+//   - Fetch sessions (KIP-227) are not kept: every response carries
+//     session id 0 ("no session"), so clients send full fetches; a request
+//     naming a session gets FETCH_SESSION_ID_NOT_FOUND, which makes them
+//     start over without one.
+//   - A follower's fetch (replica id >= 0) is served as a consumer's until
+//     replication exists.
+func init() { register(kmsg.Fetch.Int16(), 4, 16, handleFetch) }
+
+// fetchResp is a built fetch response waiting to be written.
+type fetchResp struct {
+	version  int16
+	errCode  int16
+	topics   []fetchTopic
+	released bool
+}
+
+func (f *fetchResp) writeTo(w *respWriter, h *reqHeader) error {
+	return w.writeFetchFrame(buildFetchFrame(f.version, h.corr, f.errCode, 0, f.topics))
+}
+
+func (f *fetchResp) release() {
+	if f.released {
+		return
+	}
+	f.released = true
+	for _, t := range f.topics {
+		for _, p := range t.parts {
+			if p.records != nil {
+				p.records.Release()
+			}
+		}
+	}
+}
+
+// bytes returns how many record bytes the response holds.
+func (f *fetchResp) bytes() int64 {
+	var n int64
+	for _, t := range f.topics {
+		for _, p := range t.parts {
+			if p.records != nil {
+				n += int64(p.records.Len())
+			}
+		}
+	}
+	return n
+}
+
+// fetchTarget is one partition a fetch asks for, resolved.
+type fetchTarget struct {
+	ti, pi int // index in the request
+	p      *partition.Partition
+	err    error
+}
+
+func handleFetch(ctx context.Context, rc *reqCtx, kreq kmsg.Request) (response, error) {
+	req := kreq.(*kmsg.FetchRequest)
+	s := rc.s
+	if req.SessionID != 0 {
+		return &fetchResp{version: req.Version, errCode: kerr.FetchSessionIDNotFound.Code}, nil
+	}
+	// Resolve the partitions once; the long poll re-reads them.
+	var targets []fetchTarget
+	names := make([]string, len(req.Topics))
+	for ti, t := range req.Topics {
+		name, terr := t.Topic, error(nil)
+		if req.Version >= 13 {
+			var in topic.Info
+			if in, terr = s.b.TopicInfoByID(topic.ID(t.TopicID)); terr == nil {
+				name = in.Name
+			} else if errors.Is(terr, topic.ErrNotFound) {
+				terr = kerr.UnknownTopicID
+			}
+		}
+		names[ti] = name
+		for pi, fp := range t.Partitions {
+			tg := fetchTarget{ti: ti, pi: pi, err: terr}
+			if terr == nil {
+				tg.p, tg.err = s.b.Partition(name, fp.Partition)
+			}
+			targets = append(targets, tg)
+		}
+	}
+	maxWait := time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond
+	deadline := time.NewTimer(maxWait)
+	defer deadline.Stop()
+	wake := make(chan struct{}, 1)
+	notify := func() {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+	cancels := make([]func(), 0, len(targets))
+	for {
+		resp, failed := s.readFetch(req, names, targets)
+		if failed || resp.bytes() >= int64(max(req.MinBytes, 1)) || maxWait == 0 {
+			return resp, nil
+		}
+		select {
+		case <-deadline.C:
+			return resp, nil
+		default:
+		}
+		resp.release()
+		// Park: one callback per partition, all on the one wake channel,
+		// each for a record past what this read saw (a partition with too
+		// few bytes for MinBytes waits for more, not for what it has).
+		for _, tg := range targets {
+			fp := &req.Topics[tg.ti].Partitions[tg.pi]
+			seen := resp.topics[tg.ti].parts[tg.pi].hw
+			cancels = append(cancels, tg.p.WaitFunc(max(fp.FetchOffset, seen), notify))
+		}
+		if fn := s.onPark.Load(); fn != nil {
+			(*fn)()
+		}
+		var stop bool
+		select {
+		case <-wake:
+		case <-deadline.C:
+			stop = true
+		case <-s.stopping:
+			stop = true
+		case <-ctx.Done():
+			stop = true
+		}
+		for _, c := range cancels {
+			c()
+		}
+		cancels = cancels[:0]
+		if stop {
+			resp, _ := s.readFetch(req, names, targets)
+			return resp, nil
+		}
+	}
+}
+
+// readFetch reads every partition of a fetch once. failed reports a
+// partition error, which answers the fetch at once.
+func (s *Server) readFetch(req *kmsg.FetchRequest, names []string, targets []fetchTarget) (*fetchResp, bool) {
+	resp := &fetchResp{version: req.Version, topics: make([]fetchTopic, len(req.Topics))}
+	for ti, t := range req.Topics {
+		resp.topics[ti] = fetchTopic{name: names[ti], id: t.TopicID, parts: make([]fetchPart, len(t.Partitions))}
+	}
+	budget := int64(req.MaxBytes)
+	if budget <= 0 {
+		budget = 1<<31 - 1
+	}
+	var total int64
+	failed := false
+	for _, tg := range targets {
+		fp := &req.Topics[tg.ti].Partitions[tg.pi]
+		out := &resp.topics[tg.ti].parts[tg.pi]
+		out.partition = fp.Partition
+		out.hw, out.lso, out.start = -1, -1, -1
+		out.aborted = req.IsolationLevel == 1
+		if tg.err != nil {
+			out.errCode, failed = errs.Code(tg.err), true
+			continue
+		}
+		p := tg.p
+		out.hw = p.HighWatermark()
+		out.lso, out.start = out.hw, p.LogStartOffset()
+		limit := min(int64(fp.PartitionMaxBytes), budget-total)
+		if limit <= 0 && total > 0 {
+			continue
+		}
+		v, err := p.Read(fp.FetchOffset, int(max(limit, 1)), log.BoundHighWatermark)
+		switch {
+		case errors.Is(err, log.ErrNoData):
+			continue
+		case errors.Is(err, log.ErrClosed) && p.Deleted():
+			out.errCode, failed = kerr.UnknownTopicOrPartition.Code, true
+			continue
+		case err != nil:
+			out.errCode, failed = errs.Code(err), true
+			continue
+		}
+		if total > 0 && int64(v.Len()) > limit {
+			v.Release() // only the first partition with data may pass the limits
+			continue
+		}
+		out.records = v
+		total += int64(v.Len())
+	}
+	return resp, failed
+}

@@ -1,0 +1,26 @@
+package transport
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DescribeCluster v0..v1: the cluster id, this broker as the controller
+// and the only broker (a list, for replication to extend).
+func init() { register(kmsg.DescribeCluster.Int16(), 0, 1, handleDescribeCluster) }
+
+func handleDescribeCluster(_ context.Context, rc *reqCtx, kreq kmsg.Request) (response, error) {
+	req := kreq.(*kmsg.DescribeClusterRequest)
+	s := rc.s
+	resp := kmsg.NewPtrDescribeClusterResponse()
+	resp.Version = req.Version
+	resp.EndpointType = 1 // brokers
+	resp.ClusterID = s.opts.ClusterID
+	resp.ControllerID = s.opts.NodeID
+	resp.ClusterAuthorizedOperations = -2147483648
+	b := kmsg.NewDescribeClusterResponseBroker()
+	b.NodeID, b.Host, b.Port = s.opts.NodeID, rc.c.adv.host, rc.c.adv.port
+	resp.Brokers = append(resp.Brokers, b)
+	return kmsgResp{resp}, nil
+}

@@ -1,0 +1,149 @@
+package transport
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/foliolog/folio/topic"
+)
+
+// Topic configurations over the wire use Kafka's names and units
+// (retention.ms=604800000, segment.bytes=1073741824, -1 for unlimited).
+// The keys the topic package acts on are translated both ways; Folio's own
+// (flush, read.path) are answered beside them. Keys Kafka clients commonly
+// send that Folio does not act on (replication, Kafka's flush and index
+// knobs, tiered storage) are accepted by CreateTopics and reported by
+// DescribeConfigs with Kafka's default, never refused.
+
+// Kafka's config sources (DescribeConfigs).
+const (
+	sourceTopic   = 1 // TOPIC_CONFIG
+	sourceBroker  = 4 // STATIC_BROKER_CONFIG
+	sourceDefault = 5 // DEFAULT_CONFIG
+)
+
+// kafkaConfig is one configuration entry in Kafka's form.
+type kafkaConfig struct {
+	name, value string
+	source      int8
+	readOnly    bool
+}
+
+// acceptedKeys are Kafka topic configs accepted and not acted on, with
+// the default Kafka reports for them.
+var acceptedKeys = map[string]string{
+	"min.insync.replicas":                     "1",
+	"unclean.leader.election.enable":          "false",
+	"flush.messages":                          "9223372036854775807",
+	"flush.ms":                                "9223372036854775807",
+	"index.interval.bytes":                    "4096",
+	"segment.index.bytes":                     "10485760",
+	"segment.jitter.ms":                       "0",
+	"preallocate":                             "false",
+	"file.delete.delay.ms":                    "60000",
+	"max.compaction.lag.ms":                   "9223372036854775807",
+	"message.downconversion.enable":           "true",
+	"message.timestamp.difference.max.ms":     "9223372036854775807",
+	"message.timestamp.before.max.ms":         "9223372036854775807",
+	"message.timestamp.after.max.ms":          "9223372036854775807",
+	"local.retention.ms":                      "-2",
+	"local.retention.bytes":                   "-2",
+	"remote.storage.enable":                   "false",
+	"leader.replication.throttled.replicas":   "",
+	"follower.replication.throttled.replicas": "",
+}
+
+// setKafkaConfig applies one CreateTopics config to cfg: a key the topic
+// package knows (in Kafka's units, which it accepts), or one of
+// acceptedKeys (ignored). Anything else is an error naming the key.
+func setKafkaConfig(cfg *topic.Config, key, value string) error {
+	if _, ok := acceptedKeys[key]; ok {
+		return nil
+	}
+	if key == topic.KeyPartitions {
+		return fmt.Errorf("%w: %q is not a topic config (use the partition count)", topic.ErrInvalidConfig, key)
+	}
+	if key == topic.KeyCompression && value == "uncompressed" {
+		value = "none" // Kafka's name
+	}
+	if err := cfg.Set(key, value); err != nil {
+		return fmt.Errorf("%w: %w", topic.ErrInvalidConfig, err)
+	}
+	return nil
+}
+
+func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+
+// kafkaValues returns cfg's settings in Kafka's form, by name.
+func kafkaValues(cfg topic.Config) [][2]string {
+	cfg = cfg.WithDefaults()
+	unlimited := func(n int64) string {
+		if n < 0 {
+			return "-1"
+		}
+		return strconv.FormatInt(n, 10)
+	}
+	retention := "-1"
+	if cfg.RetentionAge >= 0 {
+		retention = ms(cfg.RetentionAge)
+	}
+	compression := cfg.Compression.String()
+	if cfg.Compression == topic.CompressionNone {
+		compression = "uncompressed" // Kafka's name
+	}
+	deleteRetention := "0"
+	if cfg.DeleteRetention > 0 {
+		deleteRetention = ms(cfg.DeleteRetention)
+	}
+	return [][2]string{
+		{"cleanup.policy", cfg.Cleanup.String()},
+		{"compression.type", compression},
+		{"delete.retention.ms", deleteRetention},
+		{"max.message.bytes", strconv.FormatInt(int64(cfg.MaxMessageBytes), 10)},
+		{"message.timestamp.type", cfg.TimestampType.String()},
+		{"min.cleanable.dirty.ratio", strconv.FormatFloat(cfg.MinCleanableDirtyRatio, 'g', -1, 64)},
+		{"min.compaction.lag.ms", ms(cfg.MinCompactionLag)},
+		{"retention.bytes", unlimited(cfg.RetentionBytes)},
+		{"retention.ms", retention},
+		{"segment.bytes", strconv.FormatInt(cfg.SegmentBytes, 10)},
+		{"segment.ms", ms(cfg.SegmentAge)},
+		{topic.KeyFlush, cfg.Flush.String()},
+		{topic.KeyReadPath, cfg.ReadPath.String()},
+	}
+}
+
+// topicConfigs returns a topic's configuration as DescribeConfigs and
+// CreateTopics answer it: each value with its source (the topic's own, or
+// the default when it equals the default), then the accepted keys.
+func topicConfigs(cfg topic.Config) []kafkaConfig {
+	defaults := map[string]string{}
+	for _, kv := range kafkaValues(topic.Config{}) {
+		defaults[kv[0]] = kv[1]
+	}
+	var out []kafkaConfig
+	for _, kv := range kafkaValues(cfg) {
+		src := int8(sourceTopic)
+		if defaults[kv[0]] == kv[1] {
+			src = sourceDefault
+		}
+		out = append(out, kafkaConfig{name: kv[0], value: kv[1], source: src})
+	}
+	for k, v := range acceptedKeys {
+		out = append(out, kafkaConfig{name: k, value: v, source: sourceDefault, readOnly: true})
+	}
+	return out
+}
+
+// brokerConfigs returns the broker configs the server answers for.
+func (s *Server) brokerConfigs() []kafkaConfig {
+	return []kafkaConfig{
+		{"auto.create.topics.enable", strconv.FormatBool(!s.opts.DisableAutoCreate), sourceBroker, true},
+		{"num.partitions", strconv.FormatInt(int64(s.opts.AutoCreatePartitions), 10), sourceBroker, true},
+		{"socket.request.max.bytes", strconv.Itoa(s.opts.MaxRequestBytes), sourceBroker, true},
+		{"connections.max.idle.ms", ms(s.opts.IdleTimeout), sourceBroker, true},
+		{"default.replication.factor", "1", sourceDefault, true},
+		{"min.insync.replicas", "1", sourceDefault, true},
+		{"broker.id", strconv.FormatInt(int64(s.opts.NodeID), 10), sourceBroker, true},
+	}
+}
