@@ -171,22 +171,26 @@ type Consumer struct {
 	opts ConsumerOptions
 	name string
 
-	// assignMu guards assigned, order, rr and changed.
+	// assignMu guards assigned, order, rr, changes and changed.
 	assignMu sync.Mutex
 	assigned map[TopicPartition]*assignedPart
 	order    []*assignedPart
 	rr       int
-	// changed is cancelled and replaced when the assignment or a position
-	// changes from outside Poll, to wake a waiting Poll; a context rather
-	// than a channel so that a wait can chain it with context.AfterFunc
-	// instead of a goroutine.
+	// changes counts changes of the assignment or a position from outside
+	// Poll. changed, made only when a Poll is about to wait (so that a Seek
+	// with no Poll waiting costs no allocation), is cancelled and dropped
+	// at the next change, to wake that Poll; a context rather than a
+	// channel so that a wait can chain it with context.AfterFunc instead
+	// of a goroutine.
+	changes       uint64
 	changed       context.Context
 	signalChanged context.CancelFunc
 
-	// pollMu serializes Poll and guards held and deferred.
+	// pollMu serializes Poll and guards held, deferred and parts.
 	pollMu   sync.Mutex
 	held     heldViews
 	deferred deferredErr
+	parts    []pollPart // Poll's, reused
 
 	closed atomic.Bool
 }
@@ -232,7 +236,6 @@ func (b *Broker) NewConsumer(opts *ConsumerOptions) (*Consumer, error) {
 		return nil, ErrClosed
 	}
 	c := &Consumer{b: b, opts: o, assigned: map[TopicPartition]*assignedPart{}}
-	c.changed, c.signalChanged = context.WithCancel(context.Background())
 	b.clientsMu.Lock()
 	defer b.clientsMu.Unlock()
 	if b.closed.Load() {
@@ -416,8 +419,26 @@ func (c *Consumer) Lag(topicName string, partition int32) (int64, error) {
 }
 
 func (c *Consumer) signalLocked() {
-	c.signalChanged()
-	c.changed, c.signalChanged = context.WithCancel(context.Background())
+	c.changes++
+	if c.signalChanged != nil {
+		c.signalChanged()
+		c.changed, c.signalChanged = nil, nil
+	}
+}
+
+// waitChanged returns the context the next change cancels, or false if
+// there were changes since the count changes was read (the caller reads
+// again instead of waiting).
+func (c *Consumer) waitChanged(changes uint64) (context.Context, bool) {
+	c.assignMu.Lock()
+	defer c.assignMu.Unlock()
+	if c.changes != changes {
+		return nil, false
+	}
+	if c.changed == nil {
+		c.changed, c.signalChanged = context.WithCancel(context.Background())
+	}
+	return c.changed, true
 }
 
 // Close releases the consumer and the views it holds; a Poll in progress
@@ -475,7 +496,8 @@ func (c *Consumer) Poll(ctx context.Context) ([]Record, error) {
 			return nil, ErrClosed
 		}
 		c.assignMu.Lock()
-		parts := make([]pollPart, len(c.order))
+		parts := slices.Grow(c.parts[:0], len(c.order))[:len(c.order)]
+		c.parts = parts
 		for i := range c.order {
 			ap := c.order[(c.rr+i)%len(c.order)]
 			parts[i] = pollPart{ap: ap, pos: ap.pos, gen: ap.gen}
@@ -483,7 +505,7 @@ func (c *Consumer) Poll(ctx context.Context) ([]Record, error) {
 		if len(c.order) > 0 {
 			c.rr = (c.rr + 1) % len(c.order)
 		}
-		changed := c.changed
+		changes := c.changes
 		c.assignMu.Unlock()
 
 		if err := c.takeDeferred(); err != nil {
@@ -518,6 +540,10 @@ func (c *Consumer) Poll(ctx context.Context) ([]Record, error) {
 		if ferr != nil {
 			markReported(ferr, fpart.ap, fpart.pos)
 			return nil, ferr
+		}
+		changed, ok := c.waitChanged(changes)
+		if !ok {
+			continue // assigned or sought meanwhile: read again
 		}
 		if err := c.wait(ctx, parts, changed); err != nil {
 			return nil, err
@@ -712,6 +738,9 @@ var decodeOpts = &record.DecodeOptions{SkipCRC: true}
 // that MaxPollRecords stopped it before the batch's end.
 func (c *Consumer) decodeRecords(it *record.RecordIter, p *brokerPart, pp *pollPart, recs []Record, arena []byte) ([]Record, []byte, bool, error) {
 	topicName, index := p.Topic(), p.Index()
+	// A read starting inside the batch (a Seek, a point read) passes the
+	// records before pos without decoding them.
+	it.SkipBefore(pp.pos)
 	for it.Next() {
 		r := it.Record()
 		if r.Offset() < pp.pos {

@@ -135,6 +135,10 @@ type Producer struct {
 	flushing     atomic.Int64 // Flush calls in progress: lingering is off
 
 	senders sync.WaitGroup
+	// parked counts senders waiting for their partition's next records
+	// (see prodPart.send); quit, closed by Close, ends their wait.
+	parked atomic.Int32
+	quit   chan struct{}
 }
 
 // prodTopic is a producer's view of one topic.
@@ -158,6 +162,7 @@ func (b *Broker) NewProducer(opts *ProducerOptions) (*Producer, error) {
 		b: b, opts: o, pid: -1, epoch: -1,
 		topics:  map[string]*prodTopic{},
 		flushCh: make(chan struct{}),
+		quit:    make(chan struct{}),
 	}
 	p.mem.init(o.MaxBufferedBytes)
 	if !o.DisableIdempotence {
@@ -426,6 +431,7 @@ func (p *Producer) Close() error {
 	p.closeMu.Unlock()
 	p.flushing.Add(1)
 	p.kickAll()
+	close(p.quit) // parked senders append what kickAll gave them, then exit
 	p.senders.Wait()
 	p.b.clientsMu.Lock()
 	delete(p.b.producers, p)
@@ -434,8 +440,9 @@ func (p *Producer) Close() error {
 }
 
 // prodPart buffers one partition's records for a Producer and appends them
-// from its sender goroutine, which runs while there is work and exits when
-// there is none.
+// from its sender goroutine, which runs while there is work and, when there
+// is none, parks for the next records (up to maxParked per Producer, until
+// Close) or exits.
 type prodPart struct {
 	pr          *Producer
 	p           *brokerPart
@@ -450,6 +457,8 @@ type prodPart struct {
 	cur     *pendingBatch   // the open batch
 	ready   []*pendingBatch // full batches, oldest first
 	sending bool            // a sender goroutine is running
+	parked  bool            // the sender waits on wake for the next records
+	wake    chan struct{}   // hands a parked sender its next records
 	timer   *time.Timer     // linger timer, armed while cur waits
 
 	// Owned by the running sender.
@@ -480,7 +489,8 @@ func newProdPart(pr *Producer, p *brokerPart, part *topic.Partitioner, n int32) 
 	return &prodPart{
 		pr: pr, p: p, partitioner: part, nparts: n,
 		limit: min(pr.opts.BatchBytes, p.MaxBatchBytes()), maxBatch: p.MaxBatchBytes(), codec: codec,
-		seq: 0,
+		wake: make(chan struct{}, 1),
+		seq:  0,
 	}
 }
 
@@ -527,7 +537,7 @@ func (pp *prodPart) add(rec *Record, cb func(*Record, error), size int64) error 
 		if err != nil {
 			return fmt.Errorf("folio: a batch builder for %s: %w", pp.p, err)
 		}
-		pp.cur = &pendingBatch{bld: bld}
+		pp.cur = getPendingBatch(bld)
 	}
 	if err := pp.cur.bld.Append(r); err != nil {
 		return fmt.Errorf("folio: encoding a record for %s: %w", pp.p, err)
@@ -559,6 +569,12 @@ func (pp *prodPart) scheduleLocked() {
 	}
 	if len(pp.ready) > 0 || pp.takeCurLocked() {
 		pp.sending = true
+		if pp.parked {
+			pp.parked = false
+			pp.pr.parked.Add(-1)
+			pp.wake <- struct{}{} // never blocks: one token per park
+			return
+		}
 		pp.pr.senders.Add(1)
 		go pp.send()
 		return
@@ -619,9 +635,28 @@ func (pp *prodPart) send() {
 		}
 		if len(batches) == 0 {
 			pp.sending = false
-			pp.scheduleLocked() // arms the linger timer for a waiting batch
+			if !pp.parkLocked() {
+				pp.scheduleLocked() // arms the linger timer for a waiting batch
+				pp.mu.Unlock()
+				return
+			}
+			pp.scheduleLocked()
 			pp.mu.Unlock()
-			return
+			select {
+			case <-pp.wake:
+			case <-pp.pr.quit:
+				pp.mu.Lock()
+				if pp.parked { // not handed work: Close ended the wait
+					pp.parked = false
+					pp.pr.parked.Add(-1)
+					pp.mu.Unlock()
+					return
+				}
+				pp.mu.Unlock()
+				<-pp.wake // handed work just as Close came
+			}
+			first = true
+			continue
 		}
 		pp.mu.Unlock()
 		if !first {
@@ -635,6 +670,33 @@ func (pp *prodPart) send() {
 		first = false
 		pp.appendBatches(batches)
 	}
+}
+
+// maxParked is how many senders of one Producer may wait for their
+// partition's next records instead of exiting. A producer that appends
+// to a partition over and over (a Flush per batch, records trickling in)
+// then hands each append to a running goroutine, whose stack has already
+// grown to the depth of an append, rather than starting one: a fresh
+// goroutine's stack was copied several times on the way down to the
+// write, about a tenth of the CPU of producing one record. The cap keeps
+// a producer over many partitions from holding a goroutine for each.
+const maxParked = 64
+
+// parkLocked reports whether the sender, finding nothing to append, may
+// wait for the partition's next records instead of exiting, and if so
+// marks it parked. pp.mu must be held.
+func (pp *prodPart) parkLocked() bool {
+	select {
+	case <-pp.pr.quit:
+		return false // closing: no new waits
+	default:
+	}
+	if pp.pr.parked.Add(1) > maxParked {
+		pp.pr.parked.Add(-1)
+		return false
+	}
+	pp.parked = true
+	return true
 }
 
 // encoded is a batch ready to append, or records refused on their own,
@@ -702,7 +764,33 @@ func (pp *prodPart) appendBatches(batches []*pendingBatch) {
 	for _, pb := range batches {
 		pp.pr.finish(len(pb.recs), pb.mem)
 		putBuilder(pp.codec, pb.bld)
+		putPendingBatch(pb)
 	}
+}
+
+// pendingBatchPool recycles pending batches with their record slices, which
+// otherwise grow from empty (and are copied at every doubling) for every
+// batch of every partition.
+var pendingBatchPool = sync.Pool{New: func() any { return new(pendingBatch) }}
+
+// maxPooledRecs caps the record slice a pooled batch keeps.
+const maxPooledRecs = 4096
+
+func getPendingBatch(bld *record.Builder) *pendingBatch {
+	pb := pendingBatchPool.Get().(*pendingBatch)
+	pb.bld = bld
+	return pb
+}
+
+// putPendingBatch returns pb, whose records are settled and whose builder
+// went back to its pool, dropping its references to the caller's records.
+func putPendingBatch(pb *pendingBatch) {
+	if cap(pb.recs) > maxPooledRecs {
+		return // an outsized batch's slice is left to the collector
+	}
+	clear(pb.recs)
+	*pb = pendingBatch{recs: pb.recs[:0]}
+	pendingBatchPool.Put(pb)
 }
 
 // encode builds the batch of recs held by bld, numbering it from *seq, into

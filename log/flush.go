@@ -1,6 +1,7 @@
 package log
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 )
@@ -36,38 +37,52 @@ func (l *Log) Sync() error {
 	return err
 }
 
+// maxFlushes is how many group commits may run at once. With one, a
+// record written just after an fsync started waits for that fsync, which
+// does not cover it, and then for its own: up to two fsyncs. With two, its
+// fsync starts at once beside the running one, so a record waits for
+// about one fsync (the one that covers it), and the disk's queue has the
+// next commit while the previous one completes.
+const maxFlushes = 2
+
 // syncTo returns once the durable end is at or past target, running group
 // commits until it is. The caller registered in syncWaiters when it read
 // gen, the truncation generation its records belong to.
 //
-// Group commit: one caller at a time leads a flush (flushing); the others
-// wait for it to end and are all woken together. A flush covers the log end
-// as of its start, so the appenders that wrote while one flush ran are
-// covered by the next, which one of them leads. Waiters do not queue on
-// syncMu: a queue would hand the lock on one waiter at a time, and the ones
-// already covered would sit out the next flush before learning it. No fsync
-// runs under appendMu, so the running flush holds up no write.
+// Group commit: a caller whose records no running flush covers leads one
+// (up to maxFlushes at once); the others wait for a flush to end and are
+// all woken together. A flush covers the log end as of its start, so the
+// appenders that wrote while one flush ran are covered by the next, which
+// one of them leads at once, beside the running one, when there is room.
+// Overlapping fsyncs of one file are sound: each makes durable everything
+// written to the file before it started, whichever ends first, and the
+// durable end only moves forward. Waiters do not queue on a lock: a queue
+// would hand the lock on one waiter at a time, and the ones already
+// covered would sit out the next flush before learning it. No fsync runs
+// under appendMu, so a running flush holds up no write.
 func (l *Log) syncTo(target, gen int64) error {
 	for {
 		if l.durable.Load() >= target && l.truncGen.Load() == gen {
 			return nil
 		}
 		l.flushMu.Lock()
-		if l.flushing {
+		if l.flushes >= maxFlushes || (l.flushes > 0 && target <= l.flushCovers) {
+			// A running flush covers these records, or there is no room
+			// for another: wait for one to end and look again.
 			done := l.flushDone
 			l.flushMu.Unlock()
 			<-done
 			continue
 		}
-		l.flushing = true
+		l.flushes++
 		l.flushMu.Unlock()
 
-		l.syncMu.Lock()
-		settled, err := l.syncStepLocked(target, gen)
-		l.syncMu.Unlock()
+		settled, err := l.syncStep(target, gen)
 
 		l.flushMu.Lock()
-		l.flushing = false
+		if l.flushes--; l.flushes == 0 {
+			l.flushCovers = 0 // no running flush covers anything
+		}
 		close(l.flushDone)
 		l.flushDone = make(chan struct{})
 		l.flushMu.Unlock()
@@ -77,9 +92,28 @@ func (l *Log) syncTo(target, gen int64) error {
 	}
 }
 
-// syncStepLocked is one round of syncTo under syncMu: either it finds the
-// target settled, or it flushes.
-func (l *Log) syncStepLocked(target, gen int64) (settled bool, err error) {
+// syncStep runs one round of syncTo: with syncMu shared when the log has
+// no rolled segment waiting for its seal (the flush fsyncs the active
+// .log alone), else exclusively (it seals them first).
+func (l *Log) syncStep(target, gen int64) (settled bool, err error) {
+	l.syncMu.RLock()
+	settled, err = l.syncStepLocked(target, gen, true)
+	l.syncMu.RUnlock()
+	if !errors.Is(err, errRolled) {
+		return settled, err
+	}
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	return l.syncStepLocked(target, gen, false)
+}
+
+// errRolled is flushLocked's answer, when syncMu is held shared, to rolled
+// segments that need sealing: the caller retries holding it exclusively.
+var errRolled = errors.New("log: rolled segments to seal")
+
+// syncStepLocked is one round of syncTo under syncMu (shared: held
+// shared): either it finds the target settled, or it flushes.
+func (l *Log) syncStepLocked(target, gen int64, shared bool) (settled bool, err error) {
 	if cur := l.truncGen.Load(); cur != gen {
 		for _, t := range l.truncs {
 			if t.gen > gen && t.to < target {
@@ -95,18 +129,30 @@ func (l *Log) syncStepLocked(target, gen int64) (settled bool, err error) {
 	if err := l.err(); err != nil {
 		return true, err
 	}
-	return false, l.flushLocked(true)
+	return false, l.flush(true, shared)
 }
 
 // flushLocked seals the segments rolled past (each Seal fsyncs its .log and
 // indexes), then, with withActive, fsyncs the active segment, and advances
-// the durable end to what was written when it started. syncMu must be held,
-// appendMu must not: fsyncs run with appends going on.
-func (l *Log) flushLocked(withActive bool) error {
+// the durable end to what was written when it started. syncMu must be held
+// exclusively, appendMu must not: fsyncs run with appends going on.
+func (l *Log) flushLocked(withActive bool) error { return l.flush(withActive, false) }
+
+// flush is flushLocked, or with shared (syncMu held shared, by a group
+// commit beside another) the fsync of the active .log alone: it returns
+// errRolled, having done nothing, when there are rolled segments to seal.
+// Under a shared hold the active segment cannot be sealed or cut (that
+// takes syncMu exclusively), so the .log whose end it read is the one it
+// fsyncs, even when a roll makes another segment active meanwhile.
+func (l *Log) flush(withActive, shared bool) error {
 	if err := l.err(); err != nil {
 		return err
 	}
 	l.appendMu.Lock()
+	if shared && len(l.pending) > 0 {
+		l.appendMu.Unlock()
+		return errRolled
+	}
 	pending := slices.Clone(l.pending)
 	active := l.active
 	target := l.endMark
@@ -114,6 +160,11 @@ func (l *Log) flushLocked(withActive bool) error {
 		l.armed = false // appends from now on schedule the next interval flush
 	}
 	l.appendMu.Unlock()
+	if withActive {
+		l.flushMu.Lock()
+		l.flushCovers = max(l.flushCovers, target.offset)
+		l.flushMu.Unlock()
+	}
 
 	var sealedTo mark
 	for _, e := range pending {
@@ -182,9 +233,9 @@ func (l *Log) sealPending() {
 // tripling the cost of every group commit for nothing: recovery scans the
 // segment holding the recovery point, which is always the active one or a
 // later one, and rebuilds its indexes, while a sealed segment's indexes
-// were fsynced by Seal. Truncation and flushes both hold syncMu, so the
-// segment fsyncs the file it writes to now, also after a truncation that
-// replaced it.
+// were fsynced by Seal. Truncation holds syncMu exclusively and flushes
+// hold it (shared or not), so the segment fsyncs the file it writes to now,
+// also after a truncation that replaced it.
 func (l *Log) syncLogFile(e *segEntry) error {
 	if err := l.timeFsync(e.seg.SyncLog); err != nil {
 		return fmt.Errorf("log: fsync the active segment: %w", err)

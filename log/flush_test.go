@@ -30,19 +30,28 @@ func waitFor[T any](t testing.TB, ch <-chan T, what string) T {
 func isLogFile(path string) bool { return strings.HasSuffix(path, ".log") }
 
 // TestGroupCommit holds one fsync blocked while N appenders append: their
-// writes go through (fsync never runs under the append lock), none is
-// acknowledged early, and once the fsync is released all N are
-// acknowledged by at most one more fsync.
+// writes go through (fsync never runs under the append lock), the blocked
+// append is not acknowledged, and the appenders behind it are: their
+// fsyncs start beside the blocked one (group commits overlap, up to
+// maxFlushes), each covering every write before it: with the second fsync
+// held until all have written, two fsyncs serve them all. Once the fsync is released the first append is
+// acknowledged too.
 func TestGroupCommit(t *testing.T) {
 	const n = 16
 	fsys := faultfs.New()
 	var (
 		armed   atomic.Bool
 		syncs   atomic.Int64
+		written atomic.Int64          // .log writes since armed
+		allIn   = make(chan struct{}) // closed at the last appender's write
 		writes  = make(chan struct{}, 4*n)
 		blocked = make(chan struct{})
 		release = make(chan struct{})
 		once    sync.Once
+		// covered[i] is how many writes had happened when fsync i+2
+		// started: the appenders it may acknowledge.
+		coverMu sync.Mutex
+		covered []int64
 	)
 	fsys.SetHook(func(op faultfs.Op) error {
 		if !armed.Load() || !isLogFile(op.Path) {
@@ -50,16 +59,30 @@ func TestGroupCommit(t *testing.T) {
 		}
 		switch op.Kind {
 		case faultfs.OpWrite:
+			if written.Add(1) == n+1 {
+				close(allIn)
+			}
 			writes <- struct{}{}
 		case faultfs.OpSync:
 			if syncs.Add(1) == 1 {
 				once.Do(func() { close(blocked) })
 				<-release
+				return nil
+			}
+			coverMu.Lock()
+			covered = append(covered, written.Load())
+			coverMu.Unlock()
+			if syncs.Load() == 2 {
+				// Hold the second fsync until every appender wrote, so
+				// that the appenders behind it have to share a third.
+				<-allIn
 			}
 		}
 		return nil
 	})
 	l := openT(t, fsys, t.TempDir(), &Options{FlushPolicy: FlushSync}, State{})
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(releaseOnce) // before Close, which waits for the blocked fsync
 	if _, _, err := l.Append(makeBatch(t, "w", 0, 1, 10, 1)); err != nil {
 		t.Fatal(err)
 	}
@@ -80,31 +103,39 @@ func TestGroupCommit(t *testing.T) {
 	for i := int64(1); i <= n; i++ {
 		go appendOne(i)
 	}
-	for i := 0; i < n; i++ {
-		waitFor(t, writes, "the writes of appenders behind a blocked fsync")
-	}
-	select {
-	case r := <-results:
-		t.Fatalf("an append was acknowledged while its fsync was blocked: %+v", r)
-	default:
-	}
-	if hw := l.HighWatermark(); hw != 1 {
-		t.Fatalf("high watermark %d under FlushSync before the fsync, want 1", hw)
-	}
-	close(release)
 	seen := map[int64]bool{}
-	for i := 0; i <= n; i++ {
-		r := waitFor(t, results, "acknowledgements")
+	for i := 0; i < n; i++ {
+		r := waitFor(t, results, "the acknowledgements of the appenders behind a blocked fsync")
 		if r.err != nil {
 			t.Fatal(r.err)
 		}
+		if r.first == 1 {
+			t.Fatalf("the append whose fsync is blocked was acknowledged")
+		}
 		seen[r.first] = true
 	}
+	if hw := l.HighWatermark(); hw != n+2 {
+		// The later fsyncs covered the first append's bytes too.
+		t.Fatalf("high watermark %d after the fsyncs behind the blocked one, want %d", hw, n+2)
+	}
+	coverMu.Lock()
+	if len(covered) == 0 || len(covered) > 2 || covered[len(covered)-1] != n+1 {
+		t.Fatalf("fsyncs beside the blocked one started after %v writes; want at most 2 fsyncs for %d appenders, the last after all %d writes", covered, n, n+1)
+	}
+	coverMu.Unlock()
+	select {
+	case r := <-results:
+		t.Fatalf("the append whose fsync is blocked was acknowledged: %+v", r)
+	default:
+	}
+	releaseOnce()
+	r := waitFor(t, results, "the blocked append's acknowledgement")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	seen[r.first] = true
 	if len(seen) != n+1 {
 		t.Fatalf("offsets assigned twice: %v", seen)
-	}
-	if got := syncs.Load(); got > 2 {
-		t.Fatalf("%d fsyncs of the .log for the blocked append and %d appenders behind it, want at most 2", got, n)
 	}
 	if l.DurableEndOffset() != n+2 || l.HighWatermark() != n+2 {
 		t.Fatalf("durable %d hw %d, want %d", l.DurableEndOffset(), l.HighWatermark(), n+2)

@@ -121,17 +121,21 @@ type Log struct {
 	activeAt    time.Time   // when the active segment was created or reopened
 	closing     bool
 
-	// syncMu serialises fsyncs, seals and truncations: at most one group
-	// commit is in flight, and every appender that wrote while it ran is
-	// covered by the next one. Lock order: syncMu, then appendMu.
-	syncMu sync.Mutex
+	// syncMu orders fsyncs against seals and truncations. A group commit
+	// that only fsyncs the active segment's .log holds it shared, so that
+	// up to maxFlushes of them overlap (see syncTo); seals, truncations,
+	// retention's deletions and Close hold it exclusively. Lock order:
+	// syncMu, then appendMu.
+	syncMu sync.RWMutex
 
-	// flushMu guards flushing and flushDone: whether an appender leads a
-	// group commit, and the channel closed when it ends (see syncTo). It is
-	// held only to read or flip them, never with another lock.
-	flushMu   sync.Mutex
-	flushing  bool
-	flushDone chan struct{}
+	// flushMu guards flushes, flushCovers and flushDone: how many group
+	// commits appenders lead, the largest log end one of them covers, and
+	// the channel closed when one ends (see syncTo). It is held only to
+	// read or change them, never with another lock.
+	flushMu     sync.Mutex
+	flushes     int
+	flushCovers int64
+	flushDone   chan struct{}
 
 	// retentionMu serialises retention passes, DeleteRecordsBefore,
 	// TruncateTo and the end of Close, so that no two of them delete the

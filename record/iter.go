@@ -306,6 +306,42 @@ func (it *RecordIter) decode() error {
 	return nil
 }
 
+// SkipBefore moves the iterator past the records whose offset is below
+// offset, so that the next Next decodes the first record at or beyond it:
+// a point read into the middle of a batch. A skipped record is not
+// decoded: only its length, timestamp delta and offset delta are read
+// (its bytes are covered by the batch's CRC, which Records or Parse
+// checked), so its key, value and headers cost nothing. A record whose
+// framing or offset delta is bad stops the iterator as Next would, and
+// Err reports it.
+func (it *RecordIter) SkipBefore(offset int64) {
+	for it.err == nil && it.left > 0 {
+		rest := it.data[it.pos:]
+		length, n := readVarint(rest)
+		if n == 0 || length < minRecordSize-1 || int(length) > len(rest)-n {
+			it.err = it.corrupt(fmt.Sprintf("record length %d with %d bytes left", length, len(rest)))
+			return
+		}
+		body := rest[n : n+int(length)]
+		_, k := readVarlong(body[1:])
+		if k == 0 {
+			it.err = it.corrupt("bad timestamp delta")
+			return
+		}
+		offDelta, k := readVarint(body[1+k:])
+		if k == 0 || offDelta <= it.prevDelta || offDelta > it.lastDelta {
+			it.err = it.corrupt(fmt.Sprintf("offset delta %d after %d, batch's last %d", offDelta, it.prevDelta, it.lastDelta))
+			return
+		}
+		if it.baseOffset+int64(offDelta) >= offset {
+			return
+		}
+		it.prevDelta = offDelta
+		it.pos += n + int(length)
+		it.left--
+	}
+}
+
 func (it *RecordIter) corrupt(what string) error {
 	i := it.batch.NumRecords() - it.left
 	return fmt.Errorf("%w at offset %d: record %d at byte %d of the records section: %s", ErrCorrupt, it.baseOffset, i, it.pos, what)
