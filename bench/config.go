@@ -12,15 +12,17 @@ import (
 
 // Suite names, in the order they run.
 const (
-	suiteReadPaths  = "read-paths"
-	suiteAppend     = "append"
-	suiteLatency    = "latency"
-	suiteRecovery   = "recovery"
-	suitePartitions = "partitions"
-	suiteFetch      = "fetch"
+	suiteReadPaths   = "read-paths"
+	suiteAppend      = "append"
+	suiteLatency     = "latency"
+	suiteRecovery    = "recovery"
+	suitePartitions  = "partitions"
+	suiteFetch       = "fetch"
+	suiteWireProduce = "wire-produce"
+	suiteWireLatency = "wire-latency"
 )
 
-var allSuites = []string{suiteReadPaths, suiteAppend, suiteLatency, suiteRecovery, suitePartitions, suiteFetch}
+var allSuites = []string{suiteReadPaths, suiteAppend, suiteLatency, suiteRecovery, suitePartitions, suiteFetch, suiteWireProduce, suiteWireLatency}
 
 // Modes. The default mode is the documented subset of the full matrix that
 // finishes in under three minutes on a 2-core machine.

@@ -31,7 +31,7 @@ func Example_help() {
 	//   -scale float
 	//     	multiply every data size by this factor (below 1, also fewer partitions) (default 1)
 	//   -suite string
-	//     	comma-separated suites to run: read-paths, append, latency, recovery, partitions, fetch (default all)
+	//     	comma-separated suites to run: read-paths, append, latency, recovery, partitions, fetch, wire-produce, wire-latency (default all)
 	//   -svg file
 	//     	write the mmap-versus-sendfile chart to this SVG file (needs read-paths)
 	// exit code: 0

@@ -87,12 +87,14 @@ func (e *env) step(suite, format string, args ...any) { e.prog.step(suite, forma
 type suiteFunc func(ctx context.Context, e *env) ([]*table, error)
 
 var suiteFuncs = map[string]suiteFunc{
-	suiteReadPaths:  runReadPaths,
-	suiteAppend:     runAppend,
-	suiteLatency:    runLatency,
-	suiteRecovery:   runRecovery,
-	suitePartitions: runPartitions,
-	suiteFetch:      runFetch,
+	suiteReadPaths:   runReadPaths,
+	suiteAppend:      runAppend,
+	suiteLatency:     runLatency,
+	suiteRecovery:    runRecovery,
+	suitePartitions:  runPartitions,
+	suiteFetch:       runFetch,
+	suiteWireProduce: runWireProduce,
+	suiteWireLatency: runWireLatency,
 }
 
 // runSuites runs the selected suites in order. A failing suite does not

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/foliolog/folio/errs"
 	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/topic"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -83,7 +82,7 @@ func handleProduce(ctx context.Context, rc *reqCtx, kreq kmsg.Request) (response
 }
 
 func setProduceErr(rp *kmsg.ProduceResponseTopicPartition, err error, msg string) {
-	rp.ErrorCode = errs.Code(err)
+	rp.ErrorCode = partitionCode(err)
 	if msg == "" {
 		msg = err.Error()
 	}

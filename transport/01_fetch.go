@@ -26,7 +26,7 @@ import (
 //   - Reads stop at the high watermark, for read_uncommitted and
 //     read_committed alike (there are no transactions, so the last stable
 //     offset is the high watermark).
-//   - Fewer than MinBytes ready: the fetch parks until MinBytes are there,
+//   - MinBytes 0 answers at once. Fewer than MinBytes ready: the fetch parks until MinBytes are there,
 //     MaxWaitMs passes or the server shuts down. While parked it waits on
 //     one channel of its own, with one partition.WaitFunc callback per
 //     partition: no goroutine per partition and no polling.
@@ -127,7 +127,7 @@ func handleFetch(ctx context.Context, rc *reqCtx, kreq kmsg.Request) (response, 
 	cancels := make([]func(), 0, len(targets))
 	for {
 		resp, failed := s.readFetch(req, names, targets)
-		if failed || resp.bytes() >= int64(max(req.MinBytes, 1)) || maxWait == 0 {
+		if failed || resp.bytes() >= int64(req.MinBytes) || maxWait == 0 {
 			return resp, nil
 		}
 		select {
@@ -206,7 +206,7 @@ func (s *Server) readFetch(req *kmsg.FetchRequest, names []string, targets []fet
 			out.errCode, failed = kerr.UnknownTopicOrPartition.Code, true
 			continue
 		case err != nil:
-			out.errCode, failed = errs.Code(err), true
+			out.errCode, failed = partitionCode(err), true
 			continue
 		}
 		if total > 0 && int64(v.Len()) > limit {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/foliolog/folio/errs"
 	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/partition"
 	"github.com/foliolog/folio/readpath"
@@ -40,7 +39,7 @@ func handleListOffsets(_ context.Context, rc *reqCtx, kreq kmsg.Request) (respon
 			if err == nil {
 				out.Offset, out.Timestamp, err = listOffset(p, rp.Timestamp)
 			}
-			out.ErrorCode = errs.Code(err)
+			out.ErrorCode = partitionCode(err)
 			rt.Partitions = append(rt.Partitions, out)
 		}
 		resp.Topics = append(resp.Topics, rt)

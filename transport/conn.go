@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/xdg-go/scram"
 )
 
 // conn is one client connection. Its reader goroutine (serve) reads
@@ -35,6 +36,21 @@ type conn struct {
 	sem      chan struct{} // in-flight slots
 	stopRead atomic.Bool
 	dead     atomic.Bool // the writer failed: stop reading
+
+	// SASL state, touched only by the reader goroutine (the SASL
+	// requests are handled inline, in order).
+	authed     bool
+	mech       string
+	user       string
+	scram      *scram.ServerConversation
+	closeAfter bool // a failed login: close once its answer is written
+
+	// lastProduce is closed when the connection's latest Produce request
+	// is done (reader goroutine only). Produce requests of one connection
+	// run one after another, in order, as Kafka's broker runs them: an
+	// idempotent producer's pipelined requests carry consecutive
+	// sequences, which concurrent appends could reorder.
+	lastProduce chan struct{}
 }
 
 // slot is one request on its way: its header, and once done is closed,
@@ -44,6 +60,9 @@ type slot struct {
 	done chan struct{}
 	resp response
 	err  error
+	// produced, for a Produce, is closed when its handler is done (the
+	// next Produce of the connection waits for it).
+	produced chan struct{}
 }
 
 // reqCtx is what a handler knows of its request and connection.
@@ -104,6 +123,11 @@ func (c *conn) readLoop() error {
 			return nil
 		}
 		c.nc.SetReadDeadline(time.Now().Add(c.s.opts.IdleTimeout))
+		if c.stopRead.Load() {
+			// stopReading ran between the check above and the deadline,
+			// which may have replaced its own: stop now.
+			return nil
+		}
 		n, err := io.ReadFull(br, lenBuf[:])
 		if err != nil {
 			switch {
@@ -136,6 +160,16 @@ func (c *conn) readLoop() error {
 		if err != nil {
 			return err
 		}
+		inline := false
+		if c.s.opts.SASL != nil && !c.authed && a != nil {
+			switch sl.h.key {
+			case kmsg.ApiVersions.Int16():
+			case kmsg.SASLHandshake.Int16(), kmsg.SASLAuthenticate.Int16():
+				inline = true
+			default:
+				return fmt.Errorf("%s before SASL authentication", kmsg.NameForKey(sl.h.key))
+			}
+		}
 		select {
 		case c.sem <- struct{}{}:
 		case <-c.ctx.Done():
@@ -146,7 +180,20 @@ func (c *conn) readLoop() error {
 			close(sl.done) // answered already (ApiVersions, unsupported version)
 			continue
 		}
-		go c.handle(sl, req, a)
+		if inline {
+			c.handle(sl, req, a, nil)
+			if c.closeAfter {
+				return nil // logged by the handler; its answer still goes out
+			}
+			continue
+		}
+		var after <-chan struct{}
+		if sl.h.key == kmsg.Produce.Int16() {
+			after = c.lastProduce
+			c.lastProduce = make(chan struct{})
+			sl.produced = c.lastProduce
+		}
+		go c.handle(sl, req, a, after)
 	}
 }
 
@@ -179,9 +226,19 @@ func (c *conn) decode(frame []byte) (*slot, kmsg.Request, *api, error) {
 	return sl, req, a, nil
 }
 
-// handle runs a request's handler under the request deadline.
-func (c *conn) handle(sl *slot, req kmsg.Request, a *api) {
+// handle runs a request's handler under the request deadline, once after
+// (if not nil) is closed.
+func (c *conn) handle(sl *slot, req kmsg.Request, a *api, after <-chan struct{}) {
 	defer close(sl.done)
+	if sl.produced != nil {
+		defer close(sl.produced)
+	}
+	if after != nil {
+		select {
+		case <-after:
+		case <-c.ctx.Done():
+		}
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			sl.resp = nil

@@ -35,6 +35,14 @@
 // the other connections and the Backend carry on. Nothing panics on input:
 // a handler's panic closes its connection and is logged.
 //
+// # Security
+//
+// Options.TLS serves TLS (crypto/tls, optionally verifying client
+// certificates); record bytes are then copied, as sendfile cannot encrypt.
+// Options.SASL requires PLAIN or SCRAM-SHA-256/512 logins against stored
+// SCRAM credentials (NewCredential, LoadCredentials: salted keys, never
+// passwords) before anything but ApiVersions and the SASL requests.
+//
 // # Fetch
 //
 // A fetch with fewer than MinBytes ready parks on one channel of its own,

@@ -60,3 +60,14 @@ func (s *Server) untilStopping(ctx context.Context) (context.Context, context.Ca
 	stop := context.AfterFunc(s.stopCtx, cancel)
 	return ctx, func() { stop(); cancel() }
 }
+
+// partitionCode is the error code of a partition error: a partition
+// closed under the request (its Broker closing) is NOT_LEADER_OR_FOLLOWER,
+// which makes clients refresh their metadata and retry, as they do when a
+// Kafka broker stops leading; the rest carry theirs.
+func partitionCode(err error) int16 {
+	if err != nil && errors.Is(err, errs.ErrClosed) && errs.Kafka(err) == kerr.UnknownServerError {
+		return kerr.NotLeaderForPartition.Code
+	}
+	return errs.Code(err)
+}

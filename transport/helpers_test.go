@@ -21,6 +21,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
+// maxTestPartitions keeps fuzzed CreateTopics and CreatePartitions cheap.
+const maxTestPartitions = 16
+
 // testBackend is a Backend made of the lower packages alone (the tests of
 // this package may not import the root): topics in memory, partitions
 // opened with partition.Open in a temporary directory.
@@ -85,6 +88,12 @@ func (b *testBackend) CreateTopicInfo(name string, cfg topic.Config) (topic.Info
 	if err := topic.ValidateName(name); err != nil {
 		return topic.Info{}, err
 	}
+	if err := partition.ValidateConfig(cfg); err != nil {
+		return topic.Info{}, err
+	}
+	if cfg.Partitions > maxTestPartitions {
+		return topic.Info{}, fmt.Errorf("%w: testBackend takes at most %d", topic.ErrInvalidPartitions, maxTestPartitions)
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if _, ok := b.topics[name]; ok {
@@ -125,7 +134,7 @@ func (b *testBackend) SetPartitionCount(name string, total int32) error {
 	if !ok {
 		return fmt.Errorf("%w: %q", topic.ErrNotFound, name)
 	}
-	if total <= int32(len(tt.parts)) {
+	if total <= int32(len(tt.parts)) || total > maxTestPartitions {
 		return fmt.Errorf("%w: %d", topic.ErrInvalidPartitions, total)
 	}
 	for p := int32(len(tt.parts)); p < total; p++ {

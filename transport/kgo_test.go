@@ -3,9 +3,11 @@ package transport
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
+	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/topic"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -31,5 +33,47 @@ func TestKgoProduceConsume(t *testing.T) {
 			t.Fatal(err)
 		}
 		fs.EachRecord(func(r *kgo.Record) { seen[string(r.Value)] = true })
+	}
+}
+
+// TestFetchUsesTheReadPath: record bytes of a read.path=sendfile topic go
+// out by sendfile (no user-space copy), those of an mmap topic by one
+// write from the mapping.
+func TestFetchUsesTheReadPath(t *testing.T) {
+	ts := startServer(t, nil, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, path := range []string{"sendfile", "mmap"} {
+		var cfg topic.Config
+		if err := cfg.Set("read.path", path); err != nil {
+			t.Fatal(err)
+		}
+		cfg.Partitions = 1
+		ts.b.mustCreate(t, "rp-"+path, cfg)
+		cl := newClient(t, ts.addr, kgo.DefaultProduceTopic("rp-"+path), kgo.ProducerBatchCompression(kgo.NoCompression()))
+		for range 20 {
+			cl.Produce(ctx, &kgo.Record{Value: make([]byte, 4000)}, nil)
+		}
+		if err := cl.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		before := readpath.ReadCounters()
+		cons := newClient(t, ts.addr, kgo.ConsumeTopics("rp-"+path), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		for n := 0; n < 20; {
+			fs := cons.PollFetches(ctx)
+			if err := fs.Err0(); err != nil {
+				t.Fatal(err)
+			}
+			n += fs.NumRecords()
+		}
+		after := readpath.ReadCounters()
+		sent, copied := after.SendfileBytes-before.SendfileBytes, after.CopiedBytes-before.CopiedBytes
+		switch {
+		case path == "sendfile" && runtime.GOOS == "linux" && sent < 20*4000:
+			t.Fatalf("sendfile topic: %d bytes by sendfile, %d copied", sent, copied)
+		case path == "mmap" && (copied < 20*4000 || sent != 0):
+			t.Fatalf("mmap topic: %d bytes written from the mapping, %d by sendfile", copied, sent)
+		}
+		cons.Close()
 	}
 }

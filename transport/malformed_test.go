@@ -264,3 +264,29 @@ func TestShutdownIsPromptWithParkedFetches(t *testing.T) {
 		t.Fatalf("second Shutdown: %v", err)
 	}
 }
+
+func TestFetchMinBytesZeroAnswersAtOnce(t *testing.T) {
+	ts := startServer(t, nil, nil)
+	ts.b.mustCreate(t, "t", topic.Config{Partitions: 1})
+	nc, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.Version, fetch.MaxWaitMillis, fetch.MinBytes, fetch.MaxBytes = 11, 30000, 0, 1<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "t"
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.PartitionMaxBytes = 1 << 20
+	ft.Partitions = append(ft.Partitions, fp)
+	fetch.Topics = append(fetch.Topics, ft)
+	start := time.Now()
+	if _, err := nc.Write(kmsgFrame(fetch, 1)); err != nil {
+		t.Fatal(err)
+	}
+	readResponse(t, nc, 1, false)
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("a MinBytes 0 fetch waited %v", took)
+	}
+}

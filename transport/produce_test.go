@@ -195,3 +195,102 @@ func TestManyParkedFetches(t *testing.T) {
 		}
 	}
 }
+
+// TestPipelinedIdempotentProduceInOrder: kgo pipelines an idempotent
+// producer's requests on one connection; they must be appended in order,
+// or the partitions see sequence gaps (OUT_OF_ORDER_SEQUENCE_NUMBER), the
+// client bumps its epoch and waits out its request timeout.
+func TestPipelinedIdempotentProduceInOrder(t *testing.T) {
+	ts := startServer(t, nil, nil)
+	ts.b.mustCreate(t, "w", topic.Config{Partitions: 4, Flush: log.FlushNone})
+	ctx := testCtx(t)
+	cl := newClient(t, ts.addr, kgo.DefaultProduceTopic("w"), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(0))
+	v := make([]byte, 100)
+	const n = 100000
+	errc := make(chan error, 1)
+	for range n {
+		cl.Produce(ctx, &kgo.Record{Value: v}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				select {
+				case errc <- err:
+				default:
+				}
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errc:
+		t.Fatal(err)
+	default:
+	}
+	if _, epoch, err := cl.ProducerID(ctx); err != nil || epoch != 0 {
+		t.Fatalf("producer epoch %d (%v): the client had to recover from a produce error", epoch, err)
+	}
+	var total int64
+	for p := range int32(4) {
+		part, _ := ts.b.Partition("w", p)
+		total += part.HighWatermark()
+	}
+	if total != n {
+		t.Fatalf("%d records in the topic, want %d", total, n)
+	}
+}
+
+// TestTransactionalProducerGetsAClearError: transactions are not served;
+// a transactional producer fails at once with a fatal error, not a hang.
+func TestTransactionalProducerGetsAClearError(t *testing.T) {
+	ts := startServer(t, nil, nil)
+	ts.b.mustCreate(t, "tx", topic.Config{Partitions: 1})
+	ctx := testCtx(t)
+	cl := newClient(t, ts.addr, kgo.TransactionalID("tx-1"), kgo.DefaultProduceTopic("tx"))
+	short, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	err := cl.BeginTransaction()
+	if err == nil {
+		err = cl.ProduceSync(short, &kgo.Record{Value: []byte("x")}).FirstErr()
+	}
+	if !errors.Is(err, kerr.TransactionalIDAuthorizationFailed) {
+		t.Fatalf("transactional produce: %v, want TRANSACTIONAL_ID_AUTHORIZATION_FAILED", err)
+	}
+	if short.Err() != nil {
+		t.Fatal("the transactional producer hung until the deadline")
+	}
+	p, _ := ts.b.Partition("tx", 0)
+	if p.LogEndOffset() != 0 {
+		t.Fatalf("a transactional record was written (log end %d)", p.LogEndOffset())
+	}
+}
+
+func TestClosedPartitionIsNotLeader(t *testing.T) {
+	ts := startServer(t, nil, nil)
+	ts.b.mustCreate(t, "c", topic.Config{Partitions: 1})
+	p, _ := ts.b.Partition("c", 0)
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := partitionCode(func() error { _, err := p.AppendBatch(context.Background(), oneBatch(t)); return err }()); got != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("append to a closed partition answers %d, want NOT_LEADER_OR_FOLLOWER", got)
+	}
+	ctx := testCtx(t)
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = 1, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "c"
+	in, _ := ts.b.TopicInfo("c")
+	rt.TopicID = in.ID
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = oneBatch(t)
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	cl := newClient(t, ts.addr)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.Topics[0].Partitions[0].ErrorCode; got != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("produce to a closed partition: code %d", got)
+	}
+}

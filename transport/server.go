@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -86,6 +87,9 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	stop := context.AfterFunc(ctx, func() { s.Shutdown(context.Background()) })
 	defer stop()
 	adv := s.advertised(l.Addr())
+	if s.opts.TLS != nil {
+		l = tls.NewListener(l, s.opts.TLS)
+	}
 	for {
 		nc, err := l.Accept()
 		if err != nil {

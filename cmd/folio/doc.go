@@ -54,6 +54,7 @@
 // max.message.bytes is produced whatever -batch-bytes says.
 //
 //	folio serve [-listen HOST:PORT] [-advertise HOST:PORT] [-partitions N] [-no-auto-create] [-v]
+//	            [-tls-cert FILE -tls-key FILE [-tls-client-ca FILE]] [-sasl-users FILE]
 //
 // Serves the data directory to Kafka clients over TCP (package transport):
 // produce, fetch, offsets, metadata, idempotent producers. It takes the
@@ -62,8 +63,17 @@
 // stderr, and on SIGINT or SIGTERM stops accepting, lets the requests in
 // flight finish (30 s at most) and closes the directory cleanly. A topic a
 // client names is created with -partitions partitions unless
-// -no-auto-create. A bad flag, a held directory or a port in use is one
-// line on stderr and a non-zero exit.
+// -no-auto-create. With -tls-cert and -tls-key it speaks TLS (record bytes
+// are then copied, not sendfile'd); -tls-client-ca requires client
+// certificates signed by that CA. With -sasl-users every client must log
+// in (SCRAM-SHA-256/512, and PLAIN under TLS) as a user of the file, whose
+// lines folio sasl-user prints:
+//
+//	folio sasl-user -user U [-mechanism SCRAM-SHA-256|SCRAM-SHA-512] < password >> users
+//
+// (a salt, an iteration count and the derived keys: never the password).
+// A bad flag, a held directory or a port in
+// use is one line on stderr and a non-zero exit.
 //
 //	folio groups reset -group G -topic T -to earliest|latest|OFFSET|TIME [-partition P] [-dry-run]
 //

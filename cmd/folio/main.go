@@ -53,6 +53,7 @@ func commands() []command {
 		{"groups reset", "move a consumer group's committed offsets", groupsReset},
 		{"serve", "serve the data directory to Kafka clients over TCP until SIGINT/SIGTERM", runServe},
 		{"console", "serve a read-only web console of the directory (beside a running application)", runConsole},
+		{"sasl-user", "print a salted SASL credentials line for serve -sasl-users (password on stdin)", runSASLUser},
 	}
 }
 

@@ -1,11 +1,18 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/foliolog/folio/transport"
@@ -21,12 +28,16 @@ const shutdownGrace = 30 * time.Second
 // stderr, and at the signal stops accepting, lets requests finish and
 // closes the Broker (checkpoint, clean-shutdown marker).
 func runServe(e env, args []string) (err error) {
-	fs, dir := newFlags(e, "serve", "serve [-dir D] [-listen HOST:PORT] [-advertise HOST:PORT]")
+	fs, dir := newFlags(e, "serve", "serve [-dir D] [-listen HOST:PORT] [-advertise HOST:PORT] [-tls-cert F -tls-key F [-tls-client-ca F]]")
 	listen := fs.String("listen", "localhost:9092", "the address to accept Kafka clients on (port 0: any free port, printed)")
 	advertise := fs.String("advertise", "", "the host:port clients are told to connect to (default: the listening address)")
 	partitions := fs.Int("partitions", transport.DefaultAutoCreatePartitions, "partitions of a topic a client creates by naming it (Kafka's num.partitions)")
 	noAuto := fs.Bool("no-auto-create", false, "do not create topics that clients name (Kafka's auto.create.topics.enable=false)")
 	verbose := fs.Bool("v", false, "log connection events and auto-created topics (level debug)")
+	certFile := fs.String("tls-cert", "", "serve TLS with this PEM certificate (chain) file; needs -tls-key")
+	keyFile := fs.String("tls-key", "", "the PEM private key of -tls-cert")
+	clientCA := fs.String("tls-client-ca", "", "require client certificates signed by a CA in this PEM file")
+	saslUsers := fs.String("sasl-users", "", "require SASL (PLAIN, SCRAM-SHA-256/512) with the users of this file (lines from folio sasl-user)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -37,6 +48,18 @@ func runServe(e env, args []string) (err error) {
 	}
 	if *partitions < 1 || *partitions > 1<<20 {
 		return usagef("-partitions %d: want at least 1", *partitions)
+	}
+	tlsConfig, err := serveTLS(*certFile, *keyFile, *clientCA)
+	if err != nil {
+		return err
+	}
+	var sasl *transport.SASL
+	if *saslUsers != "" {
+		creds, err := transport.LoadCredentials(*saslUsers)
+		if err != nil {
+			return err
+		}
+		sasl = &transport.SASL{Credentials: creds, DisablePlain: tlsConfig == nil}
 	}
 	level := slog.LevelInfo
 	if *verbose {
@@ -55,7 +78,7 @@ func runServe(e env, args []string) (err error) {
 	defer closeBroker(b, &err)
 	s, err := transport.NewServer(b, &transport.Options{
 		Logger: logger, Advertise: *advertise,
-		DisableAutoCreate: *noAuto, AutoCreatePartitions: int32(*partitions),
+		DisableAutoCreate: *noAuto, AutoCreatePartitions: int32(*partitions), TLS: tlsConfig, SASL: sasl,
 	})
 	if err != nil {
 		return err
@@ -80,4 +103,65 @@ func runServe(e env, args []string) (err error) {
 		return fmt.Errorf("requests still in flight after %v were cut off: %w", shutdownGrace, serr)
 	}
 	return nil
+}
+
+// serveTLS builds the endpoint's TLS configuration from the flags: nil
+// without -tls-cert.
+func serveTLS(certFile, keyFile, clientCA string) (*tls.Config, error) {
+	switch {
+	case certFile == "" && keyFile == "" && clientCA == "":
+		return nil, nil
+	case certFile == "" || keyFile == "":
+		return nil, usagef("-tls-cert and -tls-key go together")
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("TLS certificate: %w", err)
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if clientCA != "" {
+		pem, err := os.ReadFile(clientCA)
+		if err != nil {
+			return nil, fmt.Errorf("TLS client CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("TLS client CA: no PEM certificate in %s", clientCA)
+		}
+		cfg.ClientAuth, cfg.ClientCAs = tls.RequireAndVerifyClientCert, pool
+	}
+	return cfg, nil
+}
+
+// runSASLUser prints a credentials line for folio serve -sasl-users: the
+// password (the first line of stdin) salted and hashed for the mechanism,
+// never the password itself.
+func runSASLUser(e env, args []string) error {
+	fs, _ := newFlags(e, "sasl-user", "sasl-user -user U [-mechanism SCRAM-SHA-256|SCRAM-SHA-512] < password")
+	user := fs.String("user", "", "the user name (required)")
+	mech := fs.String("mechanism", transport.MechanismSCRAMSHA256, "the SCRAM mechanism (PLAIN logins are checked against it too)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *user == "" {
+		return usagef("-user is required")
+	}
+	line, err := bufio.NewReader(e.stdin).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	password := strings.TrimRight(line, "\r\n")
+	if password == "" {
+		return usagef("no password on stdin")
+	}
+	c, err := transport.NewCredential(*user, password, *mech)
+	if err != nil {
+		return err
+	}
+	out, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(e.stdout, "%s\n", out)
+	return err
 }

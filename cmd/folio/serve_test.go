@@ -16,6 +16,7 @@ import (
 
 	"github.com/foliolog/folio"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
 // server is a `folio serve` child process.
@@ -135,10 +136,38 @@ func TestServeSubprocess(t *testing.T) {
 }
 
 func TestServeBadFlag(t *testing.T) {
-	for _, args := range [][]string{{"-listen"}, {"-advertise", "nohost"}, {"-partitions", "0"}, {"extra"}} {
+	for _, args := range [][]string{{"-listen"}, {"-advertise", "nohost"}, {"-partitions", "0"}, {"extra"}, {"-tls-cert", "x.pem"}} {
 		r := cli(t, "", append([]string{"serve", "-dir", t.TempDir()}, args...)...)
 		if r.code != exitUsage || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || r.stdout != "" {
 			t.Fatalf("serve %v: exit %d, stdout %q, stderr %q", args, r.code, r.stdout, r.stderr)
+		}
+	}
+}
+
+func TestServeSASL(t *testing.T) {
+	r := cli(t, "pw-1\n", "sasl-user", "-user", "ann")
+	if r.code != 0 || strings.Contains(r.stdout, "pw-1") || !strings.Contains(r.stdout, `"user":"ann"`) {
+		t.Fatalf("sasl-user: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	users := filepath.Join(t.TempDir(), "users")
+	if err := os.WriteFile(users, []byte(r.stdout), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, t.TempDir(), "-sasl-users", users)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for pass, ok := range map[string]bool{"pw-1": true, "nope": false} {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(s.addr), kgo.SASL(scram.Auth{User: "ann", Pass: pass}.AsSha256Mechanism()),
+			kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic("t"), kgo.RequestRetries(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		short, c := context.WithTimeout(ctx, 10*time.Second)
+		err = cl.ProduceSync(short, &kgo.Record{Value: []byte("x")}).FirstErr()
+		c()
+		cl.Close()
+		if (err == nil) != ok {
+			t.Fatalf("password %q: %v", pass, err)
 		}
 	}
 }
