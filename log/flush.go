@@ -114,6 +114,12 @@ func (l *Log) flushLocked(withActive bool) error {
 		l.armed = false // appends from now on schedule the next interval flush
 	}
 	l.appendMu.Unlock()
+	// The epochs of every record up to target were assigned under
+	// appendMu before it was read: written now, the file covers what this
+	// flush makes durable.
+	if err := l.persistEpochs(); err != nil {
+		return l.fail(err)
+	}
 
 	var sealedTo mark
 	for _, e := range pending {

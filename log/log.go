@@ -140,6 +140,9 @@ type Log struct {
 	firstWriteMu   sync.Mutex
 	firstWriteDone atomic.Bool
 
+	// epochs is the leader-epoch cache (epochs.go).
+	epochs epochCache
+
 	// cmp is the compaction state (compact.go).
 	cmp compactor
 
@@ -188,6 +191,13 @@ type RecoveryReport struct {
 	SegmentsRemoved int
 	// FilesRemoved lists the leftover files removed by name.
 	FilesRemoved []string
+	// EpochCheckpoint is the damage found in the leader-epoch checkpoint
+	// (an *errs.Corruption naming the file), nil if it read well or was
+	// missing.
+	EpochCheckpoint error
+	// EpochsRebuilt is set when the leader-epoch cache was rebuilt from
+	// the log's batches because its file was missing or damaged.
+	EpochsRebuilt bool
 }
 
 // Stats are counters of one log.
@@ -229,8 +239,38 @@ func (l *Log) HighWatermark() int64 { return l.hw.Load().offset }
 func (l *Log) LeaderEpoch() int32 { return l.epoch.Load() }
 
 // SetLeaderEpoch sets the partition leader epoch stamped on batches
-// appended from now on.
-func (l *Log) SetLeaderEpoch(epoch int32) { l.epoch.Store(epoch) }
+// appended from now on, as a broker does when it becomes the leader: the
+// epoch joins the leader-epoch cache at the log end at once (so that
+// EndOffsetForEpoch answers for the epoch before it has records), and the
+// cache is written durably before SetLeaderEpoch returns. An epoch below
+// the latest of the log's lineage is refused (ErrEpochRegressed); the
+// latest again changes nothing.
+func (l *Log) SetLeaderEpoch(epoch int32) error {
+	if l.ro != nil {
+		return l.readOnlyErr("SetLeaderEpoch")
+	}
+	if epoch < 0 {
+		return fmt.Errorf("%w: epoch %d", ErrEpochRegressed, epoch)
+	}
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	l.lockAppend()
+	if err := l.appendErrLocked(); err != nil {
+		l.appendMu.Unlock()
+		return err
+	}
+	if latest := l.epochs.latest.Load(); epoch < latest {
+		l.appendMu.Unlock()
+		return fmt.Errorf("%w: %d, the log is at epoch %d (%s)", ErrEpochRegressed, epoch, latest, l.dir)
+	}
+	l.epochs.assign(epoch, l.next)
+	l.epoch.Store(epoch)
+	l.appendMu.Unlock()
+	if err := l.persistEpochs(); err != nil {
+		return l.fail(err)
+	}
+	return nil
+}
 
 // Recovery reports what Open did to the directory.
 func (l *Log) Recovery() RecoveryReport { return l.recovery }
@@ -323,6 +363,7 @@ func (l *Log) lockAppend() {
 // publishLocked installs a fresh reader snapshot of the tree. appendMu must
 // be held.
 func (l *Log) publishLocked(start int64) {
+	l.epochs.truncateFromStart(start)
 	l.snap.Store(newSnapshot(l.tree.Clone(), start))
 }
 

@@ -288,12 +288,15 @@ func (l *Log) offsetForTime(ts int64) (offset int64, ok bool, err error) {
 
 // Wait returns nil as soon as a record at or beyond offset is visible
 // (offset is below the high watermark), ctx.Err() when ctx ends first, and
-// ErrClosed when the log closes. It does not poll: appenders and flushes
-// wake it when the high watermark moves.
+// ErrClosed when the log closes, and an error wrapping ErrTruncated when a
+// TruncateTo during the wait cut the log below offset (the position waited
+// at is gone; a read finds it out of range). It does not poll: appenders
+// and flushes wake it when the high watermark moves.
 func (l *Log) Wait(ctx context.Context, offset int64) error {
 	if offset < l.hw.Load().offset {
 		return nil
 	}
+	gen := l.truncGen.Load()
 	defer l.hwWake.unregister()
 	for {
 		ch := l.hwWake.register()
@@ -302,6 +305,11 @@ func (l *Log) Wait(ctx context.Context, offset int64) error {
 		}
 		if offset < l.hw.Load().offset {
 			return nil
+		}
+		if l.truncGen.Load() != gen {
+			if end := l.end.Load(); offset > end {
+				return fmt.Errorf("%w: waiting for offset %d, the log now ends at %d", ErrTruncated, offset, end)
+			}
 		}
 		select {
 		case <-ch:
