@@ -392,6 +392,9 @@ func (l *Log) loadEpochs(st State) {
 		l.scanEpochs(from)
 	}
 	l.recovery.EpochsRebuilt = err != nil
+	// Append stamps the lineage's latest epoch until SetLeaderEpoch says
+	// otherwise, never a lower one (which would cut the lineage).
+	l.epoch.Store(max(l.epochs.latest.Load(), 0))
 }
 
 // scanEpochs assigns the leader epochs of the batches from offset from to

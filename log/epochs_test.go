@@ -454,3 +454,40 @@ func TestTruncateDoesNotStallOthers(t *testing.T) {
 }
 
 var _ = fmt.Sprint
+
+// TestEpochSurvivesReopen: after a reopen, and after a follower copied a
+// later epoch, Append stamps the lineage's latest epoch, never a lower one
+// that would cut the lineage.
+func TestEpochSurvivesReopen(t *testing.T) {
+	dir := t.TempDir()
+	o := &Options{FlushPolicy: FlushNone}
+	l := openT(t, nil, dir, o, State{})
+	if err := l.SetLeaderEpoch(4); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := l.Append(makeBatch(t, "r", 0, 2, 10, 1)); err != nil {
+		t.Fatal(err)
+	}
+	b := makeBatch(t, "r", 2, 2, 10, 1)
+	b.SetBaseOffset(2)
+	b.SetPartitionLeaderEpoch(7)
+	if _, _, err := l.AppendFollower(b); err != nil {
+		t.Fatal(err)
+	}
+	if l.LeaderEpoch() != 7 {
+		t.Fatalf("after copying epoch 7 the log stamps %d", l.LeaderEpoch())
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l2 := openT(t, nil, dir, o, l.Checkpoint())
+	if l2.LeaderEpoch() != 7 {
+		t.Fatalf("reopened log stamps epoch %d, want 7", l2.LeaderEpoch())
+	}
+	if _, _, err := l2.Append(makeBatch(t, "r", 4, 1, 10, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := l2.LeaderEpochs(), []EpochEntry{{4, 0}, {7, 2}}; !slices.Equal(got, want) {
+		t.Fatalf("epochs %v, want %v", got, want)
+	}
+}

@@ -69,6 +69,11 @@ func (l *Log) AppendFollower(batches ...record.Batch) (first, last int64, err er
 		if ep := b.PartitionLeaderEpoch(); ep != l.epochs.latest.Load() {
 			// Before the bytes, as Append does (see persistEpochs).
 			l.epochs.assign(ep, b.BaseOffset())
+			if ep > l.epoch.Load() {
+				// The log is at the leader's epoch now: an Append of its
+				// own (after SetLeaderEpoch) never stamps a lower one.
+				l.epoch.Store(ep)
+			}
 		}
 		if err := l.appendFollowerOneLocked(b, now); err != nil {
 			if l.next > first {

@@ -113,6 +113,8 @@ type Log struct {
 	endMark     mark        // next, in the active segment at its size
 	durMark     mark        // the durable end as a mark
 	extHW       mark        // the high watermark set by SetHighWatermark
+	extHWSet    bool        // SetHighWatermark was called since Open
+	extHWEpoch  int32       // the leader epoch of the last SetHighWatermark
 	armed       bool        // FlushInterval: a flush is scheduled
 	activeAt    time.Time   // when the active segment was created or reopened
 	closing     bool
@@ -235,7 +237,9 @@ func (l *Log) DurableEndOffset() int64 { return l.durable.Load() }
 // SetHighWatermark set, never beyond that limit.
 func (l *Log) HighWatermark() int64 { return l.hw.Load().offset }
 
-// LeaderEpoch is the epoch Append stamps on batches.
+// LeaderEpoch is the epoch Append stamps on batches: the one
+// SetLeaderEpoch set, raised by AppendFollower to the epochs it copies, and
+// at Open the latest in the log's leader-epoch cache (0 without one).
 func (l *Log) LeaderEpoch() int32 { return l.epoch.Load() }
 
 // SetLeaderEpoch sets the partition leader epoch stamped on batches
