@@ -491,3 +491,66 @@ func TestEpochSurvivesReopen(t *testing.T) {
 		t.Fatalf("epochs %v, want %v", got, want)
 	}
 }
+
+// TestEpochsConcurrent: appenders racing leader-epoch changes and flushes
+// leave a cache equal to the lineage of the batches, before and after a
+// reopen.
+func TestEpochsConcurrent(t *testing.T) {
+	dir := t.TempDir()
+	o := &Options{FlushPolicy: FlushEveryN(3), SegmentBytes: 2000}
+	l := openT(t, nil, dir, o, State{})
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for w := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, _, err := l.Append(makeBatch(t, "c", int64(w*1000+i), 1+i%2, 20, 1)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	for ep := int32(1); ep <= 20; ep++ {
+		if err := l.SetLeaderEpoch(ep); err != nil {
+			t.Fatal(err)
+		}
+		if ep%5 == 0 {
+			if err := l.Sync(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	close(stop)
+	wg.Wait()
+	got, want := l.LeaderEpochs(), epochsOfBatches(t, l)
+	// SetLeaderEpoch enters an epoch before its first batch: the cache may
+	// hold epochs with no batch yet, each starting where the next begins.
+	var withBatches []EpochEntry
+	for i, e := range got {
+		if i+1 < len(got) && got[i+1].StartOffset == e.StartOffset {
+			continue
+		}
+		if i+1 == len(got) && e.StartOffset == l.LogEndOffset() {
+			continue
+		}
+		withBatches = append(withBatches, e)
+	}
+	if !slices.Equal(withBatches, want) {
+		t.Fatalf("cache %v (with batches %v), the batches say %v", got, withBatches, want)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l2 := openT(t, nil, dir, o, l.Checkpoint())
+	if again := l2.LeaderEpochs(); !slices.Equal(again, got) {
+		t.Fatalf("after reopen %v, before %v", again, got)
+	}
+}
