@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/foliolog/folio/log"
@@ -104,5 +107,33 @@ func TestTruncateWakesReplicationWaiter(t *testing.T) {
 	}
 	if err := <-done; !errors.Is(err, ErrUnknownOutcome) || !errors.Is(err, log.ErrTruncated) {
 		t.Fatalf("held append after a truncation below it: %v", err)
+	}
+}
+
+// TestDamagedEpochCheckpointWarns: a garbage leader-epoch checkpoint is
+// reported at Open, naming the file, and rebuilt from the batches.
+func TestDamagedEpochCheckpointWarns(t *testing.T) {
+	dir := t.TempDir()
+	p := openT(t, nil, dir, topic.Config{Flush: flushNone}, log.State{}, nil)
+	if err := p.SetLeaderEpoch(2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.AppendBatch(context.Background(), batchOf(t, record.CodecNone, -1, 0, 0, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "t-0", log.EpochCheckpointFile)
+	if err := os.WriteFile(path, []byte("0\n1\n2 0 junk"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out logBuffer
+	p2 := openT(t, nil, dir, topic.Config{Flush: flushNone}, p.Checkpoint(), &Options{Logger: out.logger(), RetentionCheckInterval: -1})
+	if s := out.String(); !strings.Contains(s, "level=WARN") || !strings.Contains(s, "leader-epoch checkpoint damaged") || !strings.Contains(s, path) {
+		t.Fatalf("logged: %s", s)
+	}
+	if got := p2.Log().LeaderEpochs(); !slices.Equal(got, []log.EpochEntry{{Epoch: 2, StartOffset: 0}}) {
+		t.Fatalf("rebuilt epochs %v", got)
 	}
 }
