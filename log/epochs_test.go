@@ -454,7 +454,6 @@ func TestTruncateDoesNotStallOthers(t *testing.T) {
 	}
 }
 
-
 // TestEpochSurvivesReopen: after a reopen, and after a follower copied a
 // later epoch, Append stamps the lineage's latest epoch, never a lower one
 // that would cut the lineage.
