@@ -3,9 +3,11 @@ package partition
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/record"
+	"github.com/foliolog/folio/topic"
 )
 
 // AppendFollower appends batches copied from the partition's leader, as a
@@ -60,6 +62,7 @@ func (p *Partition) AppendFollower(batches ...record.Batch) (first, last int64, 
 }
 
 func (p *Partition) appendFollowerLog(batches []record.Batch) (int64, int64, error) {
+	start := time.Now()
 	first, last, err := p.log.AppendFollower(batches...)
 	if err == nil {
 		n, size := 0, 0
@@ -67,7 +70,7 @@ func (p *Partition) appendFollowerLog(batches []record.Batch) (int64, int64, err
 			n += int(bt.NumRecords())
 			size += len(bt)
 		}
-		p.metrics.Appended(p.topic, p.index, n, size, 0)
+		p.metrics.Appended(p.topic, p.index, n, size, time.Since(start))
 		return first, last, nil
 	}
 	if errors.Is(err, log.ErrFailed) {
@@ -87,8 +90,9 @@ func (p *Partition) appendFollowerLog(batches []record.Batch) (int64, int64, err
 // log's), the waiters at offsets the log no longer reaches (they wake; a
 // Wait returns an error wrapping log.ErrTruncated, appends still waiting
 // for an fsync of removed records too), and the idempotent producers'
-// state, which is rebuilt on its next use from the snapshot if that lies
-// at or below the new end, else from the whole log. Only the partition's
+// state, which is rebuilt on its next use: from the snapshot if that lies
+// at or below offset, else from the whole log (such a snapshot is replaced
+// by an empty one first, before the log is cut). Only the partition's
 // own locks are held while the log copies a kept prefix aside: other
 // partitions' appends and group commits go on.
 func (p *Partition) TruncateTo(offset int64) error {
@@ -96,15 +100,48 @@ func (p *Partition) TruncateTo(offset int64) error {
 	defer p.followMu.Unlock()
 	p.pstateMu.Lock()
 	defer p.pstateMu.Unlock()
-	err := p.log.TruncateTo(offset)
-	if p.pstate != nil {
-		// Even after a failed truncation: what the log holds now is not
-		// known to match the state.
-		p.pstate = nil
-		p.truncated.Store(true)
+	if err := p.retireSnapshotPast(offset); err != nil {
+		return fmt.Errorf("partition: truncating %s to %d: %w", p, offset, err)
 	}
+	err := p.log.TruncateTo(offset)
+	// Even after a failed truncation: what the log holds now is not known
+	// to match the state.
+	p.pstate = nil
+	p.truncated.Store(true)
 	if err != nil {
 		return fmt.Errorf("partition: truncating %s to %d: %w", p, offset, err)
+	}
+	return nil
+}
+
+// retireSnapshotPast replaces a producer-state snapshot that covers records
+// at or after offset, which a truncation is about to remove, with an empty
+// one at the log start: once the log grows past the old snapshot's end
+// again, the snapshot would otherwise vouch for producers' batches that are
+// gone. It runs before the log is cut, so a crash in between costs only a
+// full replay. p.pstateMu is held.
+func (p *Partition) retireSnapshotPast(offset int64) error {
+	if p.snaps == nil {
+		return nil
+	}
+	data, err := p.snaps.ReadSnapshot()
+	if err != nil {
+		return nil // none, or unreadable: the next load ignores it
+	}
+	st, err := topic.NewProducerState(nil)
+	if err != nil {
+		return err
+	}
+	end, err := st.LoadSnapshot(data)
+	if err != nil || end <= offset {
+		return nil // damaged (ignored at load), or below the cut (still true)
+	}
+	empty, err := topic.NewProducerState(nil)
+	if err != nil {
+		return err
+	}
+	if err := p.snaps.WriteSnapshot(empty.MarshalSnapshot(p.log.LogStartOffset())); err != nil {
+		return fmt.Errorf("retiring the producer-state snapshot at %d: %w", end, err)
 	}
 	return nil
 }

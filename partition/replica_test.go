@@ -137,3 +137,40 @@ func TestDamagedEpochCheckpointWarns(t *testing.T) {
 		t.Fatalf("rebuilt epochs %v", got)
 	}
 }
+
+// TestTruncateRetiresSnapshot: a producer-state snapshot covering records a
+// truncation removes is retired first, so that once the log grows past its
+// old end again (here with batches of no producer) a reopened partition
+// does not take the removed batches' sequences for duplicates.
+func TestTruncateRetiresSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	snaps := &memSnapshots{}
+	opts := &Options{Snapshots: snaps, RetentionCheckInterval: -1}
+	cfg := topic.Config{Flush: flushNone}
+	p := openT(t, nil, dir, cfg, log.State{}, opts)
+	const pid = 7
+	for i := range 3 {
+		if _, err := p.AppendBatch(context.Background(), batchOf(t, record.CodecNone, pid, 0, int32(2*i), 2)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if saved, err := p.SaveProducerState(); err != nil || !saved {
+		t.Fatalf("save: %v, %v", saved, err)
+	}
+	if err := p.TruncateTo(2); err != nil { // keeps sequences 0-1 only
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := p.AppendBatch(context.Background(), batchOf(t, record.CodecNone, -1, 0, 0, 2)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p2 := openT(t, nil, dir, cfg, p.Checkpoint(), opts)
+	res, err := p2.AppendBatch(context.Background(), batchOf(t, record.CodecNone, pid, 0, 2, 2))
+	if err != nil || res.Duplicate || res.BaseOffset != 8 {
+		t.Fatalf("sequence 2 after the truncation and a reopen: %+v, %v; want a new append at 8", res, err)
+	}
+}
