@@ -315,6 +315,16 @@ func epochPowerCutOnce(t *testing.T, policy FlushPolicy, cutAt int) (cutInside b
 			func() error { return l.SetLeaderEpoch(5) },
 			func() error { _, _, err := l.Append(makeBatch(t, "c", 0, 4, 30, 1)); return err },
 			l.Sync,
+			func() error {
+				// A follower's copy of a later leader's batch.
+				b := makeBatch(t, "d", 0, 3, 30, 1)
+				b.SetBaseOffset(l.LogEndOffset())
+				b.SetPartitionLeaderEpoch(8)
+				_, _, err := l.AppendFollower(b)
+				return err
+			},
+			func() error { ckpt = l.Checkpoint(); return nil },
+			l.Sync,
 		}
 		for _, step := range steps {
 			if cutNow() {
