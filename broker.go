@@ -282,6 +282,7 @@ func (b *Broker) openTopics(infos []topic.Info, ckpt map[partKey]checkpointEntry
 				if ok {
 					st.RecoveryPoint, st.LogStartOffset = e.recoveryPoint, e.logStartOffset
 					st.FirstDirtyOffset = e.firstDirtyOffset
+					st.HighWatermark = e.highWatermark
 				}
 				p, err := b.openPartition(j.ts.info, j.p, st)
 				if err != nil {
@@ -444,6 +445,7 @@ func (b *Broker) writeCheckpoint(parts []*brokerPart) error {
 		e := checkpointEntry{
 			topic: p.Topic(), id: p.TopicID(), partition: p.Index(),
 			recoveryPoint: st.RecoveryPoint, logStartOffset: st.LogStartOffset,
+			highWatermark: st.HighWatermark,
 		}
 		if p.Config().Cleanup.Compacts() {
 			// Only a compacted log has a cleaner checkpoint (as in Kafka).

@@ -233,13 +233,18 @@ func TestCheckpointReadsVersion1(t *testing.T) {
 			t.Errorf("version 1 entry %+v decoded as %+v", e, got[k])
 		}
 	}
-	// What is written is version 2, with the cleaner checkpoint.
-	v2 := encodeCheckpoint([]checkpointEntry{{topic: "users", id: id, partition: 0, recoveryPoint: 40, logStartOffset: 3, firstDirtyOffset: 17}})
-	if v, _, err := decodeMeta(CheckpointFile, checkpointMagic, v2); err != nil || v != 2 {
-		t.Fatalf("encoded version %d (%v), want 2", v, err)
+	// What is written is version 3, with the cleaner checkpoint and the
+	// high watermark.
+	v2 := encodeCheckpoint([]checkpointEntry{{topic: "users", id: id, partition: 0, recoveryPoint: 40, logStartOffset: 3, firstDirtyOffset: 17, highWatermark: 30}})
+	if v, _, err := decodeMeta(CheckpointFile, checkpointMagic, v2); err != nil || v != 3 {
+		t.Fatalf("encoded version %d (%v), want 3", v, err)
 	}
-	if m, err := decodeCheckpoint(v2); err != nil || m[partKey{id, 0}].firstDirtyOffset != 17 {
-		t.Fatalf("version 2 round trip: %+v, %v", m, err)
+	if m, err := decodeCheckpoint(v2); err != nil || m[partKey{id, 0}].firstDirtyOffset != 17 || m[partKey{id, 0}].highWatermark != 30 {
+		t.Fatalf("version 3 round trip: %+v, %v", m, err)
+	}
+	// A version 3 payload framed as version 2 is refused too.
+	if _, err := decodeCheckpoint(encodeMeta(checkpointMagic, 2, v2[metaHeaderSize:len(v2)-metaTrailerSize])); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a version 3 payload as version 2: %v, want ErrCorrupt", err)
 	}
 	// A version 1 payload framed as version 2 (or the reverse) is refused:
 	// the entry sizes differ.
@@ -276,9 +281,9 @@ func compactedUsers(t *testing.T, b *Broker, name string, keys, rounds int) {
 }
 
 // TestCheckpointKeepsFirstDirtyOffset: the cleaner checkpoint is written
-// to CheckpointFile (version 2) and handed back to the log at Open; a
+// to CheckpointFile (the current version) and handed back to the log at Open; a
 // version 1 file, which has none, opens with the log's default (nothing
-// cleaned), and the next checkpoint is version 2 again. The records stay
+// cleaned), and the next checkpoint is of the current version again. The records stay
 // within MinCompactionLag on the Broker's clock whenever the test reads
 // the checkpoint after an Open, so that no pass of the cleaner's own can
 // have set it.
@@ -387,8 +392,8 @@ func TestCheckpointKeepsFirstDirtyOffset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, _, err := decodeMeta(CheckpointFile, checkpointMagic, data); err != nil || v != 2 {
-		t.Fatalf("the checkpoint after a version 1 one is version %d (%v), want 2", v, err)
+	if v, _, err := decodeMeta(CheckpointFile, checkpointMagic, data); err != nil || v != checkpointVersion {
+		t.Fatalf("the checkpoint after a version 1 one is version %d (%v), want the current one", v, err)
 	}
 	if entries, err := ReadCheckpoint(dir); err != nil || entries[1].FirstDirtyOffset != dirty || entries[0].LogStartOffset != 3 {
 		t.Fatalf("ReadCheckpoint: %+v, %v; want users-0 first dirty offset %d and events-0 start 3", entries, err, dirty)

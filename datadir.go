@@ -51,8 +51,9 @@ const (
 	snapshotMagic   = "FPSS"
 
 	// checkpointVersion is the version written. Version 1 had no
-	// firstDirtyOffset; it is still read (see decodeCheckpoint).
-	checkpointVersion = 2
+	// firstDirtyOffset, version 2 no highWatermark; both are still read
+	// (see decodeCheckpoint).
+	checkpointVersion = 3
 	cleanVersion      = 1
 	snapshotVersion   = 1
 )
@@ -128,16 +129,24 @@ type checkpointEntry struct {
 	// (log.State.FirstDirtyOffset, Kafka's cleaner-offset-checkpoint);
 	// zero for other logs and in entries read from a version 1 file.
 	firstDirtyOffset int64
+	// highWatermark is the partition's high watermark (Kafka's
+	// replication-offset-checkpoint), restored only for a partition whose
+	// high watermark is set from outside (replication), so that a
+	// restarted replica exposes no record that was never committed; zero
+	// in entries read from a version 1 or 2 file (nothing exposed until
+	// replication sets it again: the safe answer).
+	highWatermark int64
 }
 
-// encodeCheckpoint lays out the payload (version 2):
+// encodeCheckpoint lays out the payload (version 3):
 //
 //	count u32, then per entry: id [16]byte | partition i32 |
 //	recoveryPoint i64 | logStartOffset i64 | firstDirtyOffset i64 |
-//	name length u16 | name
+//	highWatermark i64 | name length u16 | name
 //
-// sorted by (name, partition) so equal states give equal files. Version 1
-// was the same without firstDirtyOffset.
+// sorted by (name, partition) so equal states give equal files. Version 2
+// was the same without highWatermark, version 1 also without
+// firstDirtyOffset.
 func encodeCheckpoint(entries []checkpointEntry) []byte {
 	sort.Slice(entries, func(i, j int) bool {
 		if entries[i].topic != entries[j].topic {
@@ -147,7 +156,7 @@ func encodeCheckpoint(entries []checkpointEntry) []byte {
 	})
 	size := 4
 	for _, e := range entries {
-		size += checkpointFixedV2 + len(e.topic)
+		size += checkpointFixedV3 + len(e.topic)
 	}
 	p := make([]byte, 0, size)
 	p = binary.BigEndian.AppendUint32(p, uint32(len(entries)))
@@ -157,6 +166,7 @@ func encodeCheckpoint(entries []checkpointEntry) []byte {
 		p = binary.BigEndian.AppendUint64(p, uint64(e.recoveryPoint))
 		p = binary.BigEndian.AppendUint64(p, uint64(e.logStartOffset))
 		p = binary.BigEndian.AppendUint64(p, uint64(e.firstDirtyOffset))
+		p = binary.BigEndian.AppendUint64(p, uint64(e.highWatermark))
 		p = binary.BigEndian.AppendUint16(p, uint16(len(e.topic)))
 		p = append(p, e.topic...)
 	}
@@ -168,9 +178,10 @@ func encodeCheckpoint(entries []checkpointEntry) []byte {
 const (
 	checkpointFixedV1 = 16 + 4 + 8 + 8 + 2
 	checkpointFixedV2 = checkpointFixedV1 + 8
+	checkpointFixedV3 = checkpointFixedV2 + 8
 )
 
-// decodeCheckpoint parses a checkpoint file of version 1 or 2. Every
+// decodeCheckpoint parses a checkpoint file of version 1, 2 or 3. Every
 // structural problem is ErrCorrupt: a checkpoint that lies would let
 // recovery skip a torn tail; it is an *errs.Corruption of CheckpointFile
 // at the byte where the bad entry starts (see locateMeta). A version 1
@@ -188,6 +199,8 @@ func decodeCheckpoint(data []byte) (map[partKey]checkpointEntry, error) {
 		fixed = checkpointFixedV1
 	case 2:
 		fixed = checkpointFixedV2
+	case 3:
+		fixed = checkpointFixedV3
 	default:
 		return nil, fmt.Errorf("%w: %s version %d, this Folio knows 1 to %d", ErrUnknownFormat, CheckpointFile, v, checkpointVersion)
 	}
@@ -219,6 +232,10 @@ func decodeCheckpoint(data []byte) (map[partKey]checkpointEntry, error) {
 			e.firstDirtyOffset = int64(binary.BigEndian.Uint64(q))
 			q = q[8:]
 		}
+		if v >= 3 {
+			e.highWatermark = int64(binary.BigEndian.Uint64(q))
+			q = q[8:]
+		}
 		nl := int(binary.BigEndian.Uint16(q))
 		p = p[fixed:]
 		if len(p) < nl {
@@ -226,7 +243,7 @@ func decodeCheckpoint(data []byte) (map[partKey]checkpointEntry, error) {
 		}
 		e.topic = string(p[:nl])
 		p = p[nl:]
-		if e.partition < 0 || e.recoveryPoint < 0 || e.logStartOffset < 0 || e.firstDirtyOffset < 0 {
+		if e.partition < 0 || e.recoveryPoint < 0 || e.logStartOffset < 0 || e.firstDirtyOffset < 0 || e.highWatermark < 0 {
 			return nil, bad("entry %d (%s-%d): negative field", i, e.topic, e.partition)
 		}
 		k := partKey{e.id, e.partition}

@@ -152,7 +152,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	in := []checkpointEntry{
 		{topic: "b", id: id2, partition: 3, recoveryPoint: 1 << 40, logStartOffset: 7, firstDirtyOffset: 1<<40 - 5},
 		{topic: "a", id: id1, partition: 0, recoveryPoint: 0, logStartOffset: 0},
-		{topic: "a", id: id1, partition: 1, recoveryPoint: 99, logStartOffset: 12, firstDirtyOffset: 40},
+		{topic: "a", id: id1, partition: 1, recoveryPoint: 99, logStartOffset: 12, firstDirtyOffset: 40, highWatermark: 77},
 	}
 	data := encodeCheckpoint(slices.Clone(in))
 	got, err := decodeCheckpoint(data)

@@ -33,6 +33,10 @@ type CheckpointEntry struct {
 	// partition that is not compacted, and in a checkpoint file written
 	// before Folio compacted (version 1).
 	FirstDirtyOffset int64
+	// HighWatermark is the partition's high watermark when the checkpoint
+	// was written; the log restores it only when replication sets its high
+	// watermark. Zero in a checkpoint file of version 1 or 2.
+	HighWatermark int64
 }
 
 // CheckFormat reports whether dir is a Folio data directory of a format
@@ -56,7 +60,8 @@ func ReadCheckpoint(dir string) ([]CheckpointEntry, error) {
 	out := make([]CheckpointEntry, 0, len(m))
 	for _, e := range m {
 		out = append(out, CheckpointEntry{Topic: e.topic, TopicID: e.id, Partition: e.partition,
-			RecoveryPoint: e.recoveryPoint, LogStartOffset: e.logStartOffset, FirstDirtyOffset: e.firstDirtyOffset})
+			RecoveryPoint: e.recoveryPoint, LogStartOffset: e.logStartOffset, FirstDirtyOffset: e.firstDirtyOffset,
+			HighWatermark: e.highWatermark})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Topic != out[j].Topic {

@@ -61,6 +61,9 @@ func (l *Log) Append(batches ...record.Batch) (first, last int64, err error) {
 	now := l.opts.Now()
 	epoch := l.epoch.Load()
 	first = l.next
+	if epoch != l.epochs.latest.Load() {
+		l.epochs.assign(epoch, first) // before the bytes: see persistEpochs
+	}
 	for i, b := range batches {
 		if err := l.appendOneLocked(b, now, epoch); err != nil {
 			if l.next > first {

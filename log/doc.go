@@ -93,6 +93,26 @@
 // sealed segment if needed; no file is truncated while a view of it may be
 // read.
 //
+// # Replication: leader epochs and follower appends
+//
+// Every batch carries the partition leader epoch it was written in. The
+// log keeps Kafka's leader-epoch cache (each epoch with the first offset
+// appended in it) in the file EpochCheckpointFile, in Kafka's text format,
+// written durably before every fsync that moves the durable end, by
+// SetLeaderEpoch and by TruncateTo, so it never lags what a power cut
+// leaves. Open recovers it, cut to the log's range, and rebuilds a missing
+// or damaged one from the batches (Recovery().EpochCheckpoint names the
+// damage). EndOffsetForEpoch answers Kafka's OffsetForLeaderEpoch from it.
+//
+// A leader calls SetLeaderEpoch when it takes over and then Append, which
+// stamps that epoch. A follower calls AppendFollower with the leader's
+// batches, which keeps their offsets and epochs: they must start at the log
+// end, and their epochs may not fall below the log's latest. TruncateTo
+// cuts a diverged tail (the cache with it) and wakes waiters at offsets it
+// removed. With Options.ExternalHighWatermark, SetHighWatermark only moves
+// forward within a leader epoch, and the high watermark restored from
+// State at Open hides what was never committed.
+//
 // # Compaction
 //
 // With Options.Compact (Kafka's cleanup.policy=compact; compact,delete

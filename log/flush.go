@@ -165,6 +165,12 @@ func (l *Log) flush(withActive, shared bool) error {
 		l.flushCovers = max(l.flushCovers, target.offset)
 		l.flushMu.Unlock()
 	}
+	// The epochs of every record up to target were assigned under
+	// appendMu before it was read: written now, the file covers what this
+	// flush makes durable.
+	if err := l.persistEpochs(); err != nil {
+		return l.fail(err)
+	}
 
 	var sealedTo mark
 	for _, e := range pending {

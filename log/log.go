@@ -117,6 +117,8 @@ type Log struct {
 	endMark     mark        // next, in the active segment at its size
 	durMark     mark        // the durable end as a mark
 	extHW       mark        // the high watermark set by SetHighWatermark
+	extHWSet    bool        // SetHighWatermark was called since Open
+	extHWEpoch  int32       // the leader epoch of the last SetHighWatermark
 	armed       bool        // FlushInterval: a flush is scheduled
 	activeAt    time.Time   // when the active segment was created or reopened
 	closing     bool
@@ -147,6 +149,12 @@ type Log struct {
 	// taken with retentionMu held).
 	firstWriteMu   sync.Mutex
 	firstWriteDone atomic.Bool
+
+	// epochs is the leader-epoch cache (epochs.go).
+	epochs epochCache
+	// epochFileMu serialises writes of the leader-epoch checkpoint
+	// (persistEpochs): two group commits may flush at once.
+	epochFileMu sync.Mutex
 
 	// cmp is the compaction state (compact.go).
 	cmp compactor
@@ -202,6 +210,13 @@ type RecoveryReport struct {
 	// .log.swap no swap-commit marker vouches for, discarded with the live
 	// segments kept; a damaged marker. The owner logs them as warnings.
 	Damage []error
+	// EpochCheckpoint is the damage found in the leader-epoch checkpoint
+	// (an *errs.Corruption naming the file), nil if it read well or was
+	// missing.
+	EpochCheckpoint error
+	// EpochsRebuilt is set when the leader-epoch cache was rebuilt from
+	// the log's batches because its file was missing or damaged.
+	EpochsRebuilt bool
 }
 
 // Stats are counters of one log.
@@ -239,12 +254,44 @@ func (l *Log) DurableEndOffset() int64 { return l.durable.Load() }
 // SetHighWatermark set, never beyond that limit.
 func (l *Log) HighWatermark() int64 { return l.hw.Load().offset }
 
-// LeaderEpoch is the epoch Append stamps on batches.
+// LeaderEpoch is the epoch Append stamps on batches: the one
+// SetLeaderEpoch set, raised by AppendFollower to the epochs it copies, and
+// at Open the latest in the log's leader-epoch cache (0 without one).
 func (l *Log) LeaderEpoch() int32 { return l.epoch.Load() }
 
 // SetLeaderEpoch sets the partition leader epoch stamped on batches
-// appended from now on.
-func (l *Log) SetLeaderEpoch(epoch int32) { l.epoch.Store(epoch) }
+// appended from now on, as a broker does when it becomes the leader: the
+// epoch joins the leader-epoch cache at the log end at once (so that
+// EndOffsetForEpoch answers for the epoch before it has records), and the
+// cache is written durably before SetLeaderEpoch returns. An epoch below
+// the latest of the log's lineage is refused (ErrEpochRegressed); the
+// latest again changes nothing.
+func (l *Log) SetLeaderEpoch(epoch int32) error {
+	if l.ro != nil {
+		return l.readOnlyErr("SetLeaderEpoch")
+	}
+	if epoch < 0 {
+		return fmt.Errorf("%w: epoch %d", ErrEpochRegressed, epoch)
+	}
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	l.lockAppend()
+	if err := l.appendErrLocked(); err != nil {
+		l.appendMu.Unlock()
+		return err
+	}
+	if latest := l.epochs.latest.Load(); epoch < latest {
+		l.appendMu.Unlock()
+		return fmt.Errorf("%w: %d, the log is at epoch %d (%s)", ErrEpochRegressed, epoch, latest, l.dir)
+	}
+	l.epochs.assign(epoch, l.next)
+	l.epoch.Store(epoch)
+	l.appendMu.Unlock()
+	if err := l.persistEpochs(); err != nil {
+		return l.fail(err)
+	}
+	return nil
+}
 
 // Recovery reports what Open did to the directory.
 func (l *Log) Recovery() RecoveryReport { return l.recovery }
@@ -337,6 +384,7 @@ func (l *Log) lockAppend() {
 // publishLocked installs a fresh reader snapshot of the tree. appendMu must
 // be held.
 func (l *Log) publishLocked(start int64) {
+	l.epochs.truncateFromStart(start)
 	l.snap.Store(newSnapshot(l.tree.Clone(), start))
 }
 

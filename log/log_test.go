@@ -130,7 +130,9 @@ func TestAppendSeveralBatchesAndStamping(t *testing.T) {
 	clock := time.UnixMilli(1_700_000_000_000)
 	o := &Options{FlushPolicy: FlushNone, LogAppendTime: true, Now: func() time.Time { return clock }}
 	l := openT(t, nil, t.TempDir(), o, State{})
-	l.SetLeaderEpoch(7)
+	if err := l.SetLeaderEpoch(7); err != nil {
+		t.Fatal(err)
+	}
 	b1 := makeBatch(t, "m", 0, 3, 10, 5)
 	b2 := makeBatch(t, "m", 3, 2, 10, 6)
 	first, last, err := l.Append(b1, b2)

@@ -183,3 +183,31 @@ func (h *chanHeap) Pop() any {
 	w.idx = -1
 	return w
 }
+
+// truncated wakes, after a truncation to end, every waiter: the ones
+// blocked in Wait re-check (and see the truncation), and the channel and
+// callback waiters for offsets beyond end fire, since the offset they wait
+// to pass is no longer in the log (their next read finds it out of range).
+func (n *notifier) truncated(end int64) {
+	n.wake()
+	n.chanMu.Lock()
+	var keep chanHeap
+	for _, w := range n.byOffset {
+		if w.offset <= end {
+			keep = append(keep, w)
+			continue
+		}
+		w.idx = -1
+		if w.fn != nil {
+			w.fn()
+		} else {
+			close(w.ch)
+		}
+	}
+	n.byOffset = n.byOffset[:0]
+	for _, w := range keep {
+		heap.Push(&n.byOffset, w)
+	}
+	n.chanWaiters.Store(int64(len(n.byOffset)))
+	n.chanMu.Unlock()
+}

@@ -75,6 +75,7 @@ func Open(fsys vfs.FS, dir string, opts *Options, st State) (*Log, error) {
 		l.abandon()
 		return nil, markCorrupt(err)
 	}
+	l.loadEpochs(st)
 	if err := l.initCompaction(st); err != nil {
 		l.abandon()
 		return nil, err

@@ -295,12 +295,15 @@ func (l *Log) offsetForTime(ts int64) (offset int64, ok bool, err error) {
 
 // Wait returns nil as soon as a record at or beyond offset is visible
 // (offset is below the high watermark), ctx.Err() when ctx ends first, and
-// ErrClosed when the log closes. It does not poll: appenders and flushes
-// wake it when the high watermark moves.
+// ErrClosed when the log closes, and an error wrapping ErrTruncated when a
+// TruncateTo during the wait cut the log below offset (the position waited
+// at is gone; a read finds it out of range). It does not poll: appenders
+// and flushes wake it when the high watermark moves.
 func (l *Log) Wait(ctx context.Context, offset int64) error {
 	if offset < l.hw.Load().offset {
 		return nil
 	}
+	gen := l.truncGen.Load()
 	defer l.hwWake.unregister()
 	for {
 		ch := l.hwWake.register()
@@ -309,6 +312,11 @@ func (l *Log) Wait(ctx context.Context, offset int64) error {
 		}
 		if offset < l.hw.Load().offset {
 			return nil
+		}
+		if l.truncGen.Load() != gen {
+			if end := l.end.Load(); offset > end {
+				return fmt.Errorf("%w: waiting for offset %d, the log now ends at %d", ErrTruncated, offset, end)
+			}
 		}
 		select {
 		case <-ch:
@@ -383,7 +391,13 @@ func (l *Log) batchMark(e *segEntry, offset int64) (mark, error) {
 
 // SetHighWatermark sets the high watermark of a log opened with
 // Options.ExternalHighWatermark (replication computes it from the
-// followers). The visible high watermark is the smaller of this value and
+// followers). Within one leader epoch (SetLeaderEpoch) it only moves
+// forward: a value below the last one set in the same epoch is refused
+// (ErrBadHighWatermark), so that what consumers were shown is never taken
+// back while a leader holds its place; a new epoch may start lower (a new
+// leader's high watermark can lag), and a truncation pulls it down with the
+// log end. The value restored at Open (State.HighWatermark) does not count
+// as set. The visible high watermark is the smaller of this value and
 // the durable end under FlushSync, the log end under the other policies.
 // It returns ErrBadHighWatermark for a value below the log start or beyond
 // the log end. A watermark inside a batch is rounded down to that batch's
@@ -405,11 +419,16 @@ func (l *Log) SetHighWatermark(offset int64) error {
 	if offset < sn.start || offset > l.next {
 		return fmt.Errorf("%w: %d outside [%d, %d]", ErrBadHighWatermark, offset, sn.start, l.next)
 	}
+	epoch := l.epoch.Load()
+	if offset < l.extHW.offset && l.extHWSet && epoch == l.extHWEpoch {
+		return fmt.Errorf("%w: %d is below %d, set in leader epoch %d, which still holds", ErrBadHighWatermark, offset, l.extHW.offset, epoch)
+	}
 	m, err := l.markFor(sn, offset)
 	if err != nil {
 		return err
 	}
 	l.extHW = m
+	l.extHWSet, l.extHWEpoch = true, epoch
 	l.publishHWLocked()
 	return nil
 }

@@ -101,6 +101,11 @@ func (l *Log) TruncateTo(offset int64) error {
 		if full {
 			start = offset
 		}
+		if full {
+			l.epochs.clear()
+		} else {
+			l.epochs.truncateFromEnd(end.offset)
+		}
 		l.resetEndLocked(end, start)
 	}
 	l.truncGen.Add(1)
@@ -109,7 +114,18 @@ func (l *Log) TruncateTo(offset int64) error {
 	} else {
 		l.truncs = l.truncs[:0]
 	}
+	newEnd := l.next
 	l.appendMu.Unlock()
+	// Waiters at offsets the log no longer reaches wake to find out
+	// (their next read is out of range); the epochs cut go from the file
+	// before TruncateTo returns, so a replica never restarts with epochs
+	// its log does not hold.
+	l.hwWake.truncated(newEnd)
+	if err == nil {
+		if perr := l.persistEpochs(); perr != nil {
+			err = l.fail(perr)
+		}
+	}
 	return err
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -57,6 +58,13 @@ type Partition struct {
 	// appends) proceed, and share fsyncs, concurrently.
 	seqMu    sync.Mutex
 	seqLocks map[int64]*seqLock
+
+	// followMu serialises AppendFollower and TruncateTo. Lock order:
+	// followMu, then pstateMu.
+	followMu sync.Mutex
+	// truncated is set once TruncateTo dropped a loaded producer state: a
+	// snapshot ahead of the log is then expected, not damage.
+	truncated atomic.Bool
 }
 
 type seqLock struct {
@@ -90,6 +98,10 @@ func Open(fsys vfs.FS, dir string, in topic.Info, index int32, st log.State, opt
 	}
 	for _, d := range l.Recovery().Damage {
 		o.Logger.Warn("partition: damage found at open", "topic", in.Name, "partition", index, "error", d)
+	}
+	if rec := l.Recovery(); rec.EpochCheckpoint != nil {
+		o.Logger.Warn("partition: leader-epoch checkpoint damaged; rebuilt from the log's batches", "topic", in.Name, "partition", index,
+			"file", filepath.Join(dir, log.EpochCheckpointFile), "err", rec.EpochCheckpoint)
 	}
 	cfg := in.Config.WithDefaults()
 	p := &Partition{

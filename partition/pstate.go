@@ -35,6 +35,9 @@ func (p *Partition) producerState() (*topic.ProducerState, error) {
 		case lerr != nil:
 			p.logger.Warn("partition: ignoring producer-state snapshot", "partition", p.String(), "file", p.snapshotName(), "err", lerr)
 			st, _ = topic.NewProducerState(nil)
+		case end > p.log.LogEndOffset() && p.truncated.Load():
+			// TruncateTo cut what the snapshot saw: expected.
+			st, _ = topic.NewProducerState(nil)
 		case end > p.log.LogEndOffset():
 			// The log lost what the snapshot saw: it cannot vouch for it.
 			p.logger.Warn("partition: producer-state snapshot is ahead of the log; replaying the whole log",
@@ -126,13 +129,16 @@ func (p *Partition) readSnapshot() ([]byte, error) {
 // replay covers.
 const replayReadBytes = 1 << 20
 
-// batchHeaders yields copies of the headers of the partition's visible
-// batches from offset from on.
+// batchHeaders yields copies of the headers of the partition's batches
+// from offset from to the log end.
 func (p *Partition) batchHeaders(from int64) iter.Seq2[record.Batch, error] {
 	return func(yield func(record.Batch, error) bool) {
 		pos := from
 		for {
-			v, err := p.log.Read(pos, replayReadBytes)
+			// To the log end: the state covers every batch the log holds,
+			// committed or not (a retry of one not yet replicated is a
+			// duplicate all the same).
+			v, err := p.log.ReadBounded(pos, replayReadBytes, log.BoundLogEnd)
 			if errors.Is(err, log.ErrNoData) {
 				return
 			}

@@ -4,17 +4,21 @@ import (
 	"context"
 
 	"github.com/foliolog/folio/errs"
+	"github.com/foliolog/folio/log"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// OffsetForLeaderEpoch v2..v4. With one broker and no elections every
-// partition has had one leader epoch, 0, which ends at the log end: a
-// client validating its position after a metadata change (KIP-320) asks
-// for epoch 0 and learns the log end; an epoch above 0 is unknown
-// (-1, -1, as Kafka answers an epoch past the leader's), and a current
-// leader epoch above 0 is FENCED_LEADER_EPOCH (no broker told the client
-// of one). Replication will answer from its epoch lineage.
+// OffsetForLeaderEpoch v2..v4, answered from each partition's leader-epoch
+// cache (partition.EndOffsetForEpoch, Kafka's semantics): the largest
+// epoch of the partition's lineage not above the one asked for and the
+// offset where it ends; the current epoch ends at the log end, also before
+// it has records (a Kafka leader puts its epoch in the cache when elected).
+// An epoch above the current one is answered (-1, -1). The request's
+// current leader epoch (KIP-320; -1 skips the check) below the partition's
+// is FENCED_LEADER_EPOCH, above it UNKNOWN_LEADER_EPOCH. A client
+// validating its position after a metadata change learns from this where
+// its epoch ended, and so whether the log was truncated under it.
 func init() { register(kmsg.OffsetForLeaderEpoch.Int16(), 2, 4, handleOffsetForLeaderEpoch) }
 
 func handleOffsetForLeaderEpoch(_ context.Context, rc *reqCtx, kreq kmsg.Request) (response, error) {
@@ -28,12 +32,21 @@ func handleOffsetForLeaderEpoch(_ context.Context, rc *reqCtx, kreq kmsg.Request
 			out := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			out.Partition, out.LeaderEpoch, out.EndOffset = rp.Partition, -1, -1
 			p, err := rc.s.b.Partition(t.Topic, rp.Partition)
-			switch {
-			case err != nil:
-			case rp.CurrentLeaderEpoch > 0:
-				err = kerr.FencedLeaderEpoch
-			case rp.LeaderEpoch <= 0:
-				out.LeaderEpoch, out.EndOffset = 0, p.LogEndOffset()
+			if err == nil {
+				current := p.LeaderEpoch()
+				switch {
+				case rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch < current:
+					err = kerr.FencedLeaderEpoch
+				case rp.CurrentLeaderEpoch > current:
+					err = kerr.UnknownLeaderEpoch
+				case rp.LeaderEpoch == current:
+					out.LeaderEpoch, out.EndOffset = current, p.LogEndOffset()
+				default:
+					out.LeaderEpoch, out.EndOffset = p.EndOffsetForEpoch(rp.LeaderEpoch)
+				}
+			}
+			if out.LeaderEpoch == log.UndefinedEpoch {
+				out.EndOffset = log.UndefinedOffset
 			}
 			out.ErrorCode = errs.Code(err)
 			rt.Partitions = append(rt.Partitions, out)

@@ -200,6 +200,10 @@ func (v *verifier) partition(dir string, maxBatch int, cleanEnd int64) error {
 			if len(swaps) == 0 {
 				v.note(fmt.Sprintf("%s: left by a finished or interrupted compaction swap (removed at the next open)", p))
 			}
+		case e.Name() == folog.EpochCheckpointFile:
+			v.epochCheckpoint(p)
+		case e.Name() == folog.EpochCheckpointFile+".tmp":
+			v.note(fmt.Sprintf("%s: left by an interrupted leader-epoch checkpoint (replaced at the next write)", p))
 		case !ok:
 			v.note(fmt.Sprintf("%s: not a segment file", p))
 		case suffix == segment.LogSuffix:
@@ -463,4 +467,17 @@ func maxKey(m map[int64]bool) int64 {
 		out = max(out, k)
 	}
 	return out
+}
+
+// epochCheckpoint checks a partition's leader-epoch checkpoint: one that
+// does not parse is a problem (the next writing open rebuilds it from the
+// batches and reports it).
+func (v *verifier) epochCheckpoint(path string) {
+	data, err := os.ReadFile(path)
+	if err == nil {
+		_, err = folog.ParseEpochCheckpoint(data)
+	}
+	if err != nil {
+		v.problem(fmt.Sprintf("%s: %v (rebuilt from the batches at the next open)", path, err))
+	}
 }
