@@ -40,8 +40,6 @@ var peerRecsFlag = flag.Int("peer.recs", 200_000, "records in the log of the Ben
 
 func peerRecs() int { return *peerRecsFlag }
 
-var peerVal = func() []byte { return make([]byte, peerSize) }()
-
 // peerLog fills a one-partition FlushNone topic with peerRecs records the
 // way W1 does and returns the broker.
 func peerLog(b *testing.B) *Broker {
