@@ -24,23 +24,24 @@ type FollowerLog interface {
 // TruncationPoint is one step of a follower's reconciliation by epoch
 // lineage (KIP-101, KIP-279): the follower asked for its LastEpoch, the
 // leader answered with the largest epoch it knows at or below it and that
-// epoch's end. It returns where the follower truncates, and whether it
-// is then reconciled: it is when the leader knew the follower's last
-// epoch, or nothing is left; otherwise the follower truncates and asks
-// again with its new last epoch (its tail is of an epoch the leader never
-// had, KIP-279's fast double failover). It never truncates to a local
-// high watermark.
+// epoch's end. It returns where the follower truncates: the least of the
+// leader's end of that epoch and the follower's own (KIP-279: the
+// follower's tail may be of epochs the leader never had, after a fast
+// double failover), and whether it is then reconciled: it is when the
+// follower holds that very epoch (the records of one epoch are one
+// leader's, so the shorter is a prefix of the longer), or nothing is
+// left; otherwise it asks again with its new last epoch. It never
+// truncates to a local high watermark.
 func TruncationPoint(l FollowerLog, leaderEpoch int32, leaderEnd int64) (offset int64, reconciled bool) {
-	mine := l.LastEpoch()
 	if leaderEpoch < 0 || leaderEnd < 0 {
 		return 0, true // the leader knows no epoch this old: keep nothing
 	}
-	_, end := l.EndOffsetForEpoch(leaderEpoch)
+	mine, end := l.EndOffsetForEpoch(leaderEpoch)
 	if end < 0 {
 		end = 0
 	}
 	offset = min(leaderEnd, end, l.LogEndOffset())
-	return offset, leaderEpoch == mine || offset == 0
+	return offset, mine == leaderEpoch || offset == 0
 }
 
 // Reconcile truncates l at the point TruncationPoint computes and reports

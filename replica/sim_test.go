@@ -14,7 +14,7 @@ import (
 
 var (
 	flagSeed  = flag.Uint64("seed", 0, "replay this one simulator seed, with its trace")
-	flagSeeds = flag.Int("seeds", 200, "how many simulator seeds TestSimulator runs")
+	flagSeeds = flag.Int("seeds", 500, "how many simulator seeds TestSimulator runs (-short: at most 50)")
 )
 
 // TestSimulator runs the deterministic simulator over -seeds seeds (or the
