@@ -419,3 +419,100 @@ func (h *heldHook) AfterAppend(ctx context.Context, p *partition.Partition, firs
 	h.held <- last
 	return h.Hook.AfterAppend(ctx, p, first, last)
 }
+
+// TestISRShrunkToLeaderThenIsolated is Jepsen's 2013 Kafka scenario: the
+// followers fall behind, the ISR shrinks to the leader, then the leader is
+// cut off and another replica would be elected. With min.insync.replicas
+// 2 nothing is acknowledged once the ISR is the leader alone (refused
+// before the append, definitely); with 1 the leader acknowledges alone,
+// and then no clean election can choose a replica that lacks those
+// records: the partition waits for the leader, since unclean election is
+// off.
+func TestISRShrunkToLeaderThenIsolated(t *testing.T) {
+	for _, minISR := range []int{2, 1} {
+		t.Run(fmt.Sprint("min.insync.replicas=", minISR), func(t *testing.T) {
+			c := newClock()
+			ctx := context.Background()
+			l := &endLog{}
+			m, ld := cluster3(t, l, minISR, c)
+			fetch(t, ld, 2, 0)
+			fetch(t, ld, 3, 0)
+			l.append(1)
+			c.Advance(300 * time.Millisecond)
+			if err := ld.Tick(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if isr := ld.State().ISR; len(isr) != 1 || isr[0].ID != 1 {
+				t.Fatalf("ISR %+v, want the leader alone", isr)
+			}
+			err := ld.Admit()
+			if minISR == 2 {
+				if !errors.Is(err, ErrNotEnoughReplicas) {
+					t.Fatalf("append with the ISR at the leader alone: %v, want ErrNotEnoughReplicas", err)
+				}
+			} else {
+				if err != nil {
+					t.Fatal(err)
+				}
+				l.append(1)
+				if acked, err := ld.Acked(1); !acked || err != nil {
+					t.Fatalf("leader alone, min.insync.replicas 1: acked %v, %v", acked, err)
+				}
+			}
+			// The leader is isolated: its session ends.
+			if _, err := m.Fence(tp0, 1); err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range []int32{2, 3} {
+				if _, _, err := m.Elect(tp0, r); !errors.Is(err, ErrNotEligible) {
+					t.Fatalf("electing %d, which lacks the acknowledged records: %v", r, err)
+				}
+			}
+			if err := ld.Refresh(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if !ld.Fenced() {
+				t.Fatal("the isolated leader is not fenced by the metadata's new epoch")
+			}
+		})
+	}
+}
+
+// TestZombieFollower is KIP-320's KAFKA-6880: a follower that missed the
+// epoch change keeps fetching under the old epoch. The new leader refuses
+// its fetches (fenced epoch), so it neither counts toward the high
+// watermark nor rejoins the ISR until it has reconciled in the new epoch.
+func TestZombieFollower(t *testing.T) {
+	c := newClock()
+	ctx := context.Background()
+	m := NewMem()
+	for id := int32(1); id <= 3; id++ {
+		m.Register(id, int64(id))
+	}
+	m.Create(tp0, 1, 2, 3)
+	// 3 drops out of the ISR, then 2 takes over in epoch 1.
+	st, _ := m.Fence(tp0, 3)
+	if st, _, _ = m.Elect(tp0, 2); st.LeaderEpoch != 1 || st.InISR(3) {
+		t.Fatalf("state %+v", st)
+	}
+	l := &endLog{end: 5}
+	ld, err := NewLeader(ctx, m, tp0, 2, l, &LeaderOptions{MinInsyncReplicas: 1, Now: c.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetch(t, ld, 1, 5)
+	if hw := hwOf(ld); hw != 5 {
+		t.Fatalf("high watermark %d, want 5", hw)
+	}
+	// The zombie: epoch 0, at the leader's end.
+	if _, err := ld.Fetched(ctx, Fetch{Replica: 3, Incarnation: 3, LeaderEpoch: 0, Offset: 5}); !errors.Is(err, ErrFencedLeaderEpoch) {
+		t.Fatalf("zombie fetch: %v, want ErrFencedLeaderEpoch", err)
+	}
+	if ld.State().InISR(3) {
+		t.Fatal("the zombie rejoined the ISR")
+	}
+	// Reconciled and fetching in epoch 1, it rejoins.
+	if _, err := ld.Fetched(ctx, Fetch{Replica: 3, Incarnation: 3, LeaderEpoch: 1, Offset: 5}); err != nil || !ld.State().InISR(3) {
+		t.Fatalf("after reconciling: %v, ISR %+v", err, ld.State().ISR)
+	}
+}
