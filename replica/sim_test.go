@@ -133,6 +133,7 @@ type sim struct {
 	seed    uint64
 	rng     *rand.Rand
 	now     time.Duration
+	end     time.Duration // the run's length
 	base    time.Time
 	q       events
 	seq     int64
@@ -223,11 +224,16 @@ func (s *sim) run(d time.Duration) error {
 			s.fault()
 		}
 	})
-	for s.q.Len() > 0 && s.err == nil {
+	s.end = d
+	s.runUntil(d)
+	return s.err
+}
+
+// runUntil runs the events due by t, in order, checking the invariants
+// after each.
+func (s *sim) runUntil(t time.Duration) {
+	for s.q.Len() > 0 && s.err == nil && s.q[0].at <= t {
 		e := heap.Pop(&s.q).(*event)
-		if e.at > d {
-			break
-		}
 		s.now = e.at
 		s.events++
 		e.fn()
@@ -240,7 +246,22 @@ func (s *sim) run(d time.Duration) error {
 			s.err = s.check()
 		}
 	}
-	return s.err
+	s.now = max(s.now, t)
+}
+
+// simMeta is the metadata as leaders reach it: an ISR change takes a
+// while to commit (a Raft round), and the world goes on meanwhile: the
+// events due before it commits run first, so the leader's maximal-ISR
+// window and changes that race the controller happen.
+type simMeta struct {
+	*Mem
+	s *sim
+}
+
+func (m simMeta) AlterISR(ctx context.Context, tp TopicPartition, ch ISRChange) (State, error) {
+	s := m.s
+	s.runUntil(min(s.end, s.now+time.Duration(s.rng.Int64N(int64(30*time.Millisecond)))))
+	return m.Mem.AlterISR(ctx, tp, ch)
 }
 
 func (s *sim) currentLeader() int32 {
@@ -334,7 +355,7 @@ func (s *sim) refresh(n *node) {
 	n.req++
 	if st.Leader == n.id {
 		n.log.beginEpoch(st.LeaderEpoch)
-		ld, err := NewLeader(ctx, s.meta, tp0, n.id, n.log, &LeaderOptions{MinInsyncReplicas: simMinISR, LagTime: simLag, Now: s.clock})
+		ld, err := NewLeader(ctx, simMeta{s.meta, s}, tp0, n.id, n.log, &LeaderOptions{MinInsyncReplicas: simMinISR, LagTime: simLag, Now: s.clock})
 		if err != nil {
 			s.fail("replica %d leading epoch %d: %v", n.id, st.LeaderEpoch, err)
 			return
