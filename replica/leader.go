@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/partition"
 )
 
@@ -78,7 +79,9 @@ type Leader struct {
 }
 
 // NewLeader makes replica id the leader of tp over
-// its local log l, if the metadata says id leads tp. The epoch starts at
+// its local log l, if the metadata says id leads tp, and has l stamp the
+// batches appended from now on with the epoch (l's SetLeaderEpoch, or
+// that of its Log() as *partition.Partition has). The epoch starts at
 // l's current end: no high watermark is exposed until the ISR has reached
 // it (KIP-101's "applied HW monotonicity").
 func NewLeader(ctx context.Context, meta Metadata, tp TopicPartition, id int32, l Log, o *LeaderOptions) (*Leader, error) {
@@ -101,6 +104,13 @@ func NewLeader(ctx context.Context, meta Metadata, tp TopicPartition, id int32, 
 	}
 	if st.Leader != id {
 		return nil, fmt.Errorf("%w: %s: leader is %d, not %d", ErrNotLeader, tp, st.Leader, id)
+	}
+	// The leader stamps its batches with its epoch.
+	switch x := l.(type) {
+	case interface{ SetLeaderEpoch(int32) }:
+		x.SetLeaderEpoch(st.LeaderEpoch)
+	case interface{ Log() *log.Log }:
+		x.Log().SetLeaderEpoch(st.LeaderEpoch)
 	}
 	now := opts.Now()
 	ld := &Leader{tp: tp, id: id, meta: meta, log: l, opts: opts, state: st,

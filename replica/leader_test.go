@@ -11,6 +11,7 @@ import (
 
 	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/partition"
+	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/topic"
 	"github.com/foliolog/folio/vfs"
@@ -378,6 +379,7 @@ func TestHookHoldsProduce(t *testing.T) {
 	}
 	m := NewMem()
 	m.Create(tp0, 1, 2)
+	m.Elect(tp0, 1) // epoch 1, so that the stamp shows
 	ld, err := NewLeader(ctx, m, tp0, 1, p, &LeaderOptions{MinInsyncReplicas: 2, Now: c.Now})
 	if err != nil {
 		t.Fatal(err)
@@ -406,6 +408,26 @@ func TestHookHoldsProduce(t *testing.T) {
 	}
 	if p.HighWatermark() != 3 {
 		t.Fatalf("partition high watermark %d", p.HighWatermark())
+	}
+	v, err := p.Read(0, 1<<20, log.BoundHighWatermark)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Release()
+	epoch := int32(-1)
+	if err := readpath.Guard(func() error {
+		buf, err := v.Bytes()
+		if err != nil {
+			return err
+		}
+		bt, _, err := record.Parse(buf)
+		if err != nil {
+			return err
+		}
+		epoch = bt.PartitionLeaderEpoch()
+		return nil
+	}); err != nil || epoch != 1 {
+		t.Fatalf("the batch is stamped with epoch %d (%v), want the leader's 1", epoch, err)
 	}
 }
 

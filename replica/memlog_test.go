@@ -86,6 +86,9 @@ func (l *memLog) beginEpoch(epoch int32) {
 	}
 }
 
+// SetLeaderEpoch is what NewLeader calls: the epoch begins here.
+func (l *memLog) SetLeaderEpoch(epoch int32) { l.beginEpoch(epoch) }
+
 // append adds es as they are (a follower's append keeps the leader's
 // offsets and epochs; a leader's carry its own epoch).
 func (l *memLog) append(es ...entry) {

@@ -354,7 +354,6 @@ func (s *sim) refresh(n *node) {
 	n.reconciled, n.inflight = false, false
 	n.req++
 	if st.Leader == n.id {
-		n.log.beginEpoch(st.LeaderEpoch)
 		ld, err := NewLeader(ctx, simMeta{s.meta, s}, tp0, n.id, n.log, &LeaderOptions{MinInsyncReplicas: simMinISR, LagTime: simLag, Now: s.clock})
 		if err != nil {
 			s.fail("replica %d leading epoch %d: %v", n.id, st.LeaderEpoch, err)
