@@ -167,8 +167,10 @@ type Fetch struct {
 }
 
 // Fetched records a follower's fetch: its position, its lag, perhaps its
-// return to the ISR (a compare-and-swap through the metadata before it
-// counts), and the high watermark it moves. It returns the high
+// return to the ISR, or its removal when it comes under another
+// incarnation than the one it was admitted with (each a compare-and-swap
+// through the metadata before it counts), and the high watermark it
+// moves. It returns the high
 // watermark to send back (-1 while none is established). A fetch in an
 // older epoch is ErrFencedLeaderEpoch, a newer one ErrUnknownLeaderEpoch,
 // a fenced leader ErrNotLeader.
@@ -203,7 +205,14 @@ func (l *Leader) Fetched(ctx context.Context, f Fetch) (int64, error) {
 	fo.lastFetch, fo.prevLeaderEnd = now, end
 	l.updateLocked()
 	var ch *ISRChange
-	if !l.state.InISR(f.Replica) && l.pending == nil && l.hw >= 0 && f.Offset >= l.hw {
+	if i := slices.IndexFunc(l.state.ISR, func(m Member) bool { return m.ID == f.Replica }); i >= 0 {
+		if l.state.ISR[i].Incarnation != f.Incarnation && l.pending == nil {
+			// The member restarted since it was admitted: what it held
+			// then may be gone with its unflushed tail (KIP-903). Out,
+			// until it catches up again under its new incarnation.
+			ch = l.proposeLocked(slices.Delete(slices.Clone(l.state.ISR), i, i+1))
+		}
+	} else if l.pending == nil && l.hw >= 0 && f.Offset >= l.hw {
 		// Rejoin (Kip320 rule 4): in this epoch, at the high watermark,
 		// and the high watermark inside this epoch (hw >= 0 says so).
 		isr := append(slices.Clone(l.state.ISR), Member{ID: f.Replica, Incarnation: f.Incarnation})

@@ -120,10 +120,14 @@ func TestHighWatermarkIsLeastISREnd(t *testing.T) {
 		t.Fatalf("high watermark %d (log %d), want 13", hw, l.hw)
 	}
 	// A follower that went back (it restarted and lost its tail) does not
-	// move the high watermark back.
+	// move the high watermark back; under its new incarnation it leaves
+	// the ISR (KIP-903), and the high watermark moves on without it.
 	hw, err := ld.Fetched(context.Background(), Fetch{Replica: 3, Incarnation: 33, LeaderEpoch: ld.Epoch(), Offset: 11})
-	if err != nil || hw != 13 {
-		t.Fatalf("after a follower went back: %d, %v; want 13", hw, err)
+	if err != nil || hw < 13 || ld.State().InISR(3) {
+		t.Fatalf("after a follower restarted and went back: hw %d, %v, ISR %+v; want >= 13 without 3", hw, err, ld.State().ISR)
+	}
+	if hw != 15 {
+		t.Fatalf("high watermark %d without the restarted follower, want 15", hw)
 	}
 }
 
@@ -318,6 +322,9 @@ func TestMaximalISR(t *testing.T) {
 	c := newClock()
 	ctx := context.Background()
 	m := NewMem()
+	for id := int32(1); id <= 3; id++ {
+		m.Register(id, int64(id))
+	}
 	m.Create(tp0, 1, 2, 3)
 	sm := &slowMeta{Metadata: m, entered: make(chan struct{}), release: make(chan struct{})}
 	l := &endLog{}
@@ -378,6 +385,8 @@ func TestHookHoldsProduce(t *testing.T) {
 		t.Fatalf("append on a follower: %v", err)
 	}
 	m := NewMem()
+	m.Register(1, 1)
+	m.Register(2, 2)
 	m.Create(tp0, 1, 2)
 	m.Elect(tp0, 1) // epoch 1, so that the stamp shows
 	ld, err := NewLeader(ctx, m, tp0, 1, p, &LeaderOptions{MinInsyncReplicas: 2, Now: c.Now})
