@@ -170,10 +170,11 @@ type Fetch struct {
 // return to the ISR, or its removal when it comes under another
 // incarnation than the one it was admitted with (each a compare-and-swap
 // through the metadata before it counts), and the high watermark it
-// moves. It returns the high
-// watermark to send back (-1 while none is established). A fetch in an
-// older epoch is ErrFencedLeaderEpoch, a newer one ErrUnknownLeaderEpoch,
-// a fenced leader ErrNotLeader.
+// moves. It returns the high watermark to send back (-1 while none is
+// established). A fetch in an older epoch is ErrFencedLeaderEpoch, a
+// newer one ErrUnknownLeaderEpoch, one under an older incarnation than
+// the follower's last (sent before it restarted) ErrStaleIncarnation, a
+// fenced leader ErrNotLeader.
 func (l *Leader) Fetched(ctx context.Context, f Fetch) (int64, error) {
 	l.mu.Lock()
 	if err := l.checkEpochLocked(f.LeaderEpoch); err != nil {
@@ -190,6 +191,13 @@ func (l *Leader) Fetched(ctx context.Context, f Fetch) (int64, error) {
 	if f.Offset > end {
 		l.mu.Unlock()
 		return -1, fmt.Errorf("replica: %s: follower %d fetches at %d beyond the leader's end %d", l.tp, f.Replica, f.Offset, end)
+	}
+	if f.Incarnation < fo.incarnation {
+		// A fetch sent before the follower restarted, arriving late: the
+		// position it claims may be gone with the crash.
+		l.mu.Unlock()
+		return -1, fmt.Errorf("%w: %s: follower %d fetched under incarnation %d, after %d",
+			ErrStaleIncarnation, l.tp, f.Replica, f.Incarnation, fo.incarnation)
 	}
 	if f.Incarnation != fo.incarnation {
 		// A restarted follower: what it held before counts for nothing.

@@ -129,6 +129,11 @@ func TestHighWatermarkIsLeastISREnd(t *testing.T) {
 	if hw != 15 {
 		t.Fatalf("high watermark %d without the restarted follower, want 15", hw)
 	}
+	// A fetch its old incarnation sent before the crash arrives late: the
+	// position it claims may be gone, and is refused.
+	if _, err := ld.Fetched(context.Background(), Fetch{Replica: 3, Incarnation: 3, LeaderEpoch: ld.Epoch(), Offset: 15}); !errors.Is(err, ErrStaleIncarnation) {
+		t.Fatalf("a late fetch of the old incarnation: %v, want ErrStaleIncarnation", err)
+	}
 }
 
 // TestFetchEpochErrors: a fetch in an older epoch is fenced, in a newer one
