@@ -22,6 +22,13 @@
 // epoch's start (the leader's log end when it was elected), so a new
 // leader never exposes a high watermark it has not established itself.
 //
+// Incarnations (broker epochs, rising at every restart) keep a replica
+// that may have lost its unflushed tail out of the ISR until it has
+// caught up again (KIP-903): the metadata refuses to readmit an old
+// incarnation, the leader proposes out a member fetching under a new one
+// and refuses fetches sent under an older one. A new leader has its log
+// stamp its batches with its epoch.
+//
 // A Leader is a partition.Replication: with acks=all (the default) an
 // append waits until the high watermark passes it. Hook is what a broker
 // opens a replicated partition with: it forwards to the current Leader

@@ -39,7 +39,7 @@ var (
 	// ErrStaleVersion refuses a compare-and-swap on a partition's state
 	// whose expected version is not the current one: someone else changed
 	// it first. The caller rereads the state and decides again.
-	ErrStaleVersion = errs.New("replica: partition state changed meanwhile", kerr.FencedLeaderEpoch)
+	ErrStaleVersion = errs.New("replica: partition state changed meanwhile", kerr.InvalidUpdateVersion)
 
 	// ErrStaleIncarnation refuses an ISR expansion naming a replica by an
 	// incarnation (broker epoch) that is not its current one: it restarted
