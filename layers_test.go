@@ -19,7 +19,7 @@ var layers = []struct {
 	{90, []string{"cmd/", "examples/", "bench"}},        // programs
 	{80, []string{"adapters/", "kafkatest", "console"}}, // over the facade: kafkatest, the console; Watermill and Prometheus are nested modules
 	{70, []string{""}},                     // the root package, the facade
-	{60, []string{"transport", "replica"}}, // none yet; never import the root
+	{60, []string{"transport", "replica"}}, // never import the root
 	{50, []string{"partition"}},
 	{40, []string{"group", "topic"}}, // side by side: neither imports the other
 	{30, []string{"log"}},
