@@ -438,7 +438,7 @@ func (l *Leader) Acknowledge(ctx context.Context, last int64) error {
 	for {
 		l.mu.Lock()
 		l.updateLocked()
-		done, err, wait := l.ackedLocked(last)
+		done, wait, err := l.ackedLocked(last)
 		l.mu.Unlock()
 		if done || err != nil {
 			return err
@@ -457,21 +457,21 @@ func (l *Leader) Acked(last int64) (bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.updateLocked()
-	done, err, _ := l.ackedLocked(last)
+	done, _, err := l.ackedLocked(last)
 	return done, err
 }
 
-func (l *Leader) ackedLocked(last int64) (bool, error, <-chan struct{}) {
+func (l *Leader) ackedLocked(last int64) (bool, <-chan struct{}, error) {
 	switch {
 	case l.hw > last:
 		return true, nil, nil
 	case l.fenced:
-		return false, fmt.Errorf("%w: %s: leader %d fenced before offset %d was committed", ErrNotLeader, l.tp, l.id, last), nil
+		return false, nil, fmt.Errorf("%w: %s: leader %d fenced before offset %d was committed", ErrNotLeader, l.tp, l.id, last)
 	case len(l.state.ISR) < l.opts.MinInsyncReplicas:
-		return false, fmt.Errorf("%w: %s: offset %d, %d in sync, min.insync.replicas %d",
-			ErrNotEnoughReplicasAfterAppend, l.tp, last, len(l.state.ISR), l.opts.MinInsyncReplicas), nil
+		return false, nil, fmt.Errorf("%w: %s: offset %d, %d in sync, min.insync.replicas %d",
+			ErrNotEnoughReplicasAfterAppend, l.tp, last, len(l.state.ISR), l.opts.MinInsyncReplicas)
 	}
-	return false, nil, l.changed
+	return false, l.changed, nil
 }
 
 var _ partition.Replication = (*Leader)(nil)
