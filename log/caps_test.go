@@ -433,3 +433,100 @@ func TestActiveSegmentsUnderCaps(t *testing.T) {
 		}
 	}
 }
+
+// TestActiveSegmentsUnderCapsConcurrent: appenders and readers of many logs
+// at once, under caps far below the number of logs, so that active
+// segments are closed idle and reopened while other goroutines append to
+// and read them (and group commits fsync them): every record reads back,
+// and the race detector watches the reopen paths.
+func TestActiveSegmentsUnderCapsConcurrent(t *testing.T) {
+	const (
+		logsN   = 48
+		workers = 6
+		appends = 40
+		maxOpen = 5
+	)
+	seed := testSeed(t)
+	root := metadataTempDir(t)
+	caps := NewResourceCaps(maxOpen)
+	o := &Options{SegmentBytes: 1200, IndexIntervalBytes: 128, Caps: caps}
+	logs := make([]*Log, logsN)
+	for i := range logs {
+		var err error
+		if logs[i], err = Open(nil, filepath.Join(root, fmt.Sprintf("p-%d", i)), o, State{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func() {
+		for _, l := range logs {
+			if err := l.Close(); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	errc := make(chan error, workers*2)
+	for w := range workers {
+		// Each worker appends to its own logs and reads everyone's.
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			rng := newRand(seed + uint64(w))
+			for n := range appends {
+				i := w + workers*rng.IntN(logsN/workers)
+				if _, _, err := logs[i].Append(makeBatch(t, "c", int64(n), 2, 80, 1000)); err != nil {
+					errc <- fmt.Errorf("append to log %d: %w", i, err)
+					return
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			rng := newRand(seed + 1000 + uint64(w))
+			for range appends {
+				l := logs[rng.IntN(logsN)]
+				hw := l.HighWatermark()
+				if hw == 0 {
+					continue
+				}
+				off := rng.Int64N(hw)
+				v, err := l.Read(off, 1)
+				if err != nil {
+					errc <- fmt.Errorf("read %s at %d: %w", l.Dir(), off, err)
+					return
+				}
+				_, recs, err := decodeView(v, off)
+				v.Release()
+				if err != nil || len(recs) == 0 || recs[0].offset != off {
+					errc <- fmt.Errorf("read %s at %d: %v %+v", l.Dir(), off, err, recs)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, l := range logs {
+		recs := readAll(t, l, 0)
+		for j, r := range recs {
+			if r.offset != int64(j) {
+				t.Fatalf("%s: record %d at offset %d", l.Dir(), j, r.offset)
+			}
+		}
+		if int64(len(recs)) != l.LogEndOffset() {
+			t.Fatalf("%s: %d records read, log end %d", l.Dir(), len(recs), l.LogEndOffset())
+		}
+		total += len(recs)
+	}
+	if total != workers*appends*2 {
+		t.Fatalf("%d records in all, want %d", total, workers*appends*2)
+	}
+	t.Logf("caps %+v", caps.Stats())
+	if caps.Stats().Evictions == 0 {
+		t.Fatal("no evictions: the test did not exercise idle closes")
+	}
+}
