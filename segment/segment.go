@@ -180,7 +180,7 @@ func Create(fsys vfs.FS, dir string, base int64, opts *Options) (*Segment, error
 		if errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("%w: %s", ErrExists, s.logPath)
 		}
-		return nil, fmt.Errorf("segment: create %s: %w", s.logPath, err)
+		return nil, openError("create", s.logPath, err)
 	}
 	f := &files{log: lf}
 	fail := func(err error) (*Segment, error) {
