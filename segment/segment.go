@@ -41,9 +41,9 @@ type Segment struct {
 	// never writes, and a followed one tracks a writer's active segment.
 	ro, follow bool
 	failed     atomic.Pointer[error]
-	// unsynced: a batch was written since the last fsync of the .log. An
-	// active segment closed idle (CloseIdle) fsyncs first when it is set:
-	// its later Sync finds no handle to fsync through.
+	// unsynced: a batch was written since the last fsync of the .log. Sync
+	// of an active segment closed idle (CloseIdle) with it set opens the
+	// .log to fsync it: there is no handle to fsync through.
 	unsynced atomic.Bool
 
 	// appendMu serialises the writing methods (Append, Seal, Activate,
@@ -754,6 +754,9 @@ func (s *Segment) syncLogLocked() (*files, error) {
 		return nil, fmt.Errorf("%w: %s", ErrClosed, s.logPath)
 	}
 	f := s.files
+	if f == nil && !s.sealed.Load() && !s.ro && s.unsynced.Load() {
+		return nil, s.syncIdleLocked()
+	}
 	if f == nil || f.log == nil {
 		return nil, nil
 	}
@@ -768,14 +771,40 @@ func (s *Segment) syncLogLocked() (*files, error) {
 	return f, nil
 }
 
+// syncIdleLocked fsyncs the .log of an active segment closed idle with
+// batches written since the last fsync: through a handle opened for it, as
+// fsync makes durable what was written to the file through any handle.
+// resMu must be held (shared is enough: reopening takes it exclusively).
+func (s *Segment) syncIdleLocked() error {
+	if err := s.failure(); err != nil {
+		return err
+	}
+	s.unsynced.Store(false)
+	lf, err := s.fs.OpenFile(s.logPath, os.O_RDWR, 0)
+	if err != nil {
+		// Not fail-stop: nothing is lost yet, and the next Sync retries.
+		s.unsynced.Store(true)
+		return openError("open for fsync", s.logPath, err)
+	}
+	err = lf.Sync()
+	cerr := lf.Close()
+	if err != nil {
+		return s.fail(fmt.Errorf("segment: fsync %s: %w", s.logPath, err))
+	}
+	if cerr != nil {
+		return fmt.Errorf("segment: close %s: %w", s.logPath, cerr)
+	}
+	return nil
+}
+
 // CloseIdle releases the segment's open files and mappings; the next read
 // loads them again. Views already handed out stay valid. An active segment
-// first gets its .log fsynced if a batch was written since the last Sync
-// (so that a later Sync, which then finds nothing open, loses nothing) and
-// its final time-index entry, as at Close; it stays active, keeps its
-// append state in memory, and the next Append or read reopens its files
-// for writing (Seal too). It does nothing to a segment that is not
-// loaded, nor to a failed or read-only active one.
+// gets its final time-index entry first, as at Close, and no fsync: it
+// stays active, keeps its append state in memory, and the next Append,
+// Seal or read reopens its files for writing, while a Sync in the meantime
+// opens the .log only to fsync it, if batches were written since the last
+// one. It does nothing to a segment that is not loaded, nor to a failed or
+// read-only active one.
 func (s *Segment) CloseIdle() error {
 	s.appendMu.Lock()
 	defer s.appendMu.Unlock()
@@ -796,24 +825,16 @@ func (s *Segment) CloseIdle() error {
 }
 
 // parkLocked closes the active segment's files the way Close does (the
-// final time-index entry, trimmed indexes), after an fsync of the .log if
-// a batch was written since the last one, and keeps the append state in
-// memory: the segment stays active, and the next Append or read reopens
-// it (reloadLocked). A read-only or failed segment, or one whose handle
-// the readers' index repair dropped, is left as it is. appendMu and resMu
-// must be held exclusively.
+// final time-index entry, trimmed indexes, no fsync) and keeps the append
+// state in memory: the segment stays active, the next Append or read
+// reopens it (reloadLocked), and a Sync fsyncs its .log by name
+// (syncIdleLocked). A read-only or failed segment, or one whose handle the
+// readers' index repair dropped, is left as it is. appendMu and resMu must
+// be held exclusively.
 func (s *Segment) parkLocked() error {
 	f := s.files
 	if s.ro || s.failure() != nil || f.log == nil {
 		return nil
-	}
-	if s.unsynced.Load() {
-		// Without this a later Sync, finding no handle, would report
-		// durable what only the page cache holds.
-		s.unsynced.Store(false)
-		if err := f.log.Sync(); err != nil {
-			return s.fail(fmt.Errorf("segment: fsync %s: %w", s.logPath, err))
-		}
 	}
 	var err error
 	if t := s.tip.Load(); t.maxTs > index.NoTimestamp {
