@@ -14,8 +14,9 @@ const DefaultMaxOpenSegments = 1024
 
 // DescriptorsPerSegment is how many file descriptors one open segment holds
 // at most: the active one's write handle, the read handle its mapping or
-// pread goes through, and its two indexes. A sealed one holds three. A
-// budget of open files divided by it is a cap that keeps within it.
+// pread goes through, and its two indexes. A sealed one holds the read
+// handle alone (its indexes keep only their mappings). A budget of open
+// files divided by it is a cap that keeps within it.
 const DescriptorsPerSegment = 4
 
 // idleCloser is what the caps need from a segment: give back its file
