@@ -213,7 +213,7 @@ func open(dir string, o Options, lk *dirLock) (_ *Broker, retErr error) {
 	topics, err := b.openTopics(infos, ckpt, clean)
 	if err != nil {
 		_ = cat.Close()
-		return nil, err
+		return nil, b.limitHint(err)
 	}
 	b.topics.Store(&topics)
 	if !b.readOnly {

@@ -3,6 +3,7 @@ package folio
 import (
 	"errors"
 	"fmt"
+	"syscall"
 
 	"github.com/foliolog/folio/errs"
 	"github.com/foliolog/folio/group"
@@ -176,3 +177,18 @@ func (e *OffsetOutOfRangeError) Unwrap() error { return ErrOffsetOutOfRange }
 // snapshot, a partition's log, the records of __consumer_offsets. It is
 // errors.Is(err, ErrCorrupt).
 func IsCorrupt(err error) bool { return errors.Is(err, ErrCorrupt) }
+
+// limitHint adds to an error that the limit on open files caused (EMFILE)
+// which limit to raise, or which option to lower; other errors it returns
+// as they are. The error stays one line and matches syscall.EMFILE.
+func (b *Broker) limitHint(err error) error {
+	if err == nil || !errors.Is(err, syscall.EMFILE) {
+		return err
+	}
+	now := ""
+	if lim, ok := openFilesLimit(); ok {
+		now = fmt.Sprintf(" (now %d)", lim)
+	}
+	return fmt.Errorf("%w: raise ulimit -n%s or lower Options.MaxOpenSegments (now %d, up to %d descriptors each)",
+		err, now, b.opts.MaxOpenSegments, log.DescriptorsPerSegment)
+}

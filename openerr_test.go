@@ -51,4 +51,7 @@ func TestOpenReportsFirstFailingPartition(t *testing.T) {
 	if !strings.Contains(msg, "34 more partitions") {
 		t.Errorf("%q: want the count of the 34 others", msg)
 	}
+	if !strings.Contains(msg, "raise ulimit -n") || !strings.Contains(msg, "lower Options.MaxOpenSegments") {
+		t.Errorf("%q: want the limit to raise and the option to lower", msg)
+	}
 }

@@ -17,10 +17,31 @@ const (
 	// DefaultRetentionCheckInterval is how often each partition applies
 	// retention (Kafka's log.retention.check.interval.ms).
 	DefaultRetentionCheckInterval = 5 * time.Minute
-	// DefaultMaxOpenSegments caps the sealed segments of all partitions
-	// that hold open files and mappings at once.
+	// DefaultMaxOpenSegments is the most segments of all partitions that
+	// hold open files and mappings at once by default; below a limit on
+	// open files too low for it, the default is what fits the limit (see
+	// Options.MaxOpenSegments).
 	DefaultMaxOpenSegments = 1024
 )
+
+// minMaxOpenSegments is the smallest default cap, whatever the limit.
+const minMaxOpenSegments = 8
+
+// defaultMaxOpenSegments is Options.MaxOpenSegments' default: at most
+// DefaultMaxOpenSegments, and no more than fit in three quarters of the
+// process's limit on open files (at least 64 left over) at
+// log.DescriptorsPerSegment each.
+func defaultMaxOpenSegments() int {
+	lim, ok := openFilesLimit()
+	if !ok {
+		return DefaultMaxOpenSegments
+	}
+	reserve := max(lim/4, 64)
+	if lim <= reserve+log.DescriptorsPerSegment*minMaxOpenSegments {
+		return minMaxOpenSegments
+	}
+	return int(min((lim-reserve)/log.DescriptorsPerSegment, DefaultMaxOpenSegments))
+}
 
 // Options configure a Broker. A nil *Options, and every zero field, means
 // the default stated on the field.
@@ -53,11 +74,16 @@ type Options struct {
 	// negative disables the schedule (EnforceRetention still works).
 	RetentionCheckInterval time.Duration
 
-	// MaxOpenSegments bounds how many sealed segments, across all
-	// partitions, hold open files and mappings at once; idle ones beyond
-	// it are closed least recently used first. Default
-	// DefaultMaxOpenSegments. Each partition's active segment is open on
-	// top of this.
+	// MaxOpenSegments bounds how many segments, across all partitions and
+	// active ones included, hold open files and mappings at once; idle ones
+	// beyond it are closed, least recently used first, and reopen at their
+	// next append or read (an active one is fsynced first if it holds
+	// unsynced records, so closing it loses nothing). An open segment
+	// holds up to log.DescriptorsPerSegment (4) descriptors. Default: as
+	// many as fit in three quarters of the process's limit on open files
+	// (RLIMIT_NOFILE, which Go raises to the hard limit at start), at
+	// most DefaultMaxOpenSegments: 192 under a limit of 1024. Ten thousand
+	// partitions then open, take records and read under ulimit -n 1024.
 	MaxOpenSegments int
 
 	// Cleaner configures the one log cleaner the Broker shares between the
@@ -100,7 +126,7 @@ func (o *Options) withDefaults() Options {
 		c.RetentionCheckInterval = DefaultRetentionCheckInterval
 	}
 	if c.MaxOpenSegments == 0 {
-		c.MaxOpenSegments = DefaultMaxOpenSegments
+		c.MaxOpenSegments = defaultMaxOpenSegments()
 	}
 	if c.Now == nil {
 		c.Now = time.Now

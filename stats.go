@@ -22,9 +22,10 @@ type Stats struct {
 	// process holds open for reading (all Brokers of the process together:
 	// the read paths count per process).
 	OpenFiles, Mappings int64
-	// OpenSealedSegments is how many sealed segments hold files now, under
-	// the cap MaxOpenSegments; Evictions counts idle ones closed to stay
-	// under it.
+	// OpenSealedSegments is how many segments hold files now, under the
+	// cap MaxOpenSegments: sealed ones and, since the cap covers them too,
+	// active ones (the name is older). Evictions counts idle ones closed to
+	// stay under it.
 	OpenSealedSegments int
 	MaxOpenSegments    int
 	Evictions          int64

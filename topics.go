@@ -137,7 +137,10 @@ type PartitionInfo struct {
 // its partitions. The name must follow Kafka's rules (ErrInvalidName) and
 // must not start with "__" (ErrReservedName); an existing name is
 // ErrTopicExists. The topic is durable when CreateTopic returns: a crash
-// during it leaves either no topic or the whole topic.
+// during it leaves either no topic or the whole topic, and a partition
+// that fails to open (the limit on open files, a full disk) undoes the
+// creation: no topic, no directories, and the error says which partition
+// failed and why (for the open-files limit, which limit to raise).
 func (b *Broker) CreateTopic(name string, cfg TopicConfig) (TopicInfo, error) {
 	if err := topic.ValidateName(name); err != nil {
 		return TopicInfo{}, err
@@ -175,15 +178,37 @@ func (b *Broker) createTopic(name string, cfg TopicConfig, internal bool) (Topic
 	for p := range in.Config.Partitions {
 		part, err := b.openPartition(in, p, log.State{})
 		if err != nil {
-			// The catalog names the topic; its directories exist. Serve
-			// what opened and report the rest: the next Open retries.
-			b.publishLocked(ts, p)
-			return TopicInfo{}, fmt.Errorf("folio: topic %q created, but opening partition %d failed: %w", name, p, err)
+			return TopicInfo{}, b.undoCreate(ts, p, err)
 		}
 		ts.parts[p] = part
 	}
 	b.publishLocked(ts, in.Config.Partitions)
 	return b.describe(ts), nil
+}
+
+// undoCreate rolls back a topic whose partition failed (err) to open
+// during its creation: the partitions before it are closed, and the
+// catalog forgets the topic and removes its directories as DeleteTopic
+// would, so that the data directory is as before and the creation can be
+// retried (after raising the limit err names, say). Should the catalog
+// fail to forget it, the topic stays in the catalog unserved, and the next
+// Open opens it.
+func (b *Broker) undoCreate(ts *topicState, failed int32, err error) error {
+	name := ts.info.Name
+	err = b.limitHint(err)
+	var errs []error
+	for _, p := range ts.parts[:failed] {
+		if cerr := p.CloseDeleted(); cerr != nil && !errors.Is(cerr, log.ErrClosed) {
+			errs = append(errs, cerr)
+		}
+	}
+	if derr := b.catalog.Delete(name); derr != nil {
+		return fmt.Errorf("folio: creating topic %q: opening partition %d failed: %w; undoing the creation failed too (the next Open opens the topic): %w",
+			name, failed, err, errors.Join(append(errs, derr)...))
+	}
+	b.removeSnapshots(ts.info.ID)
+	return fmt.Errorf("folio: creating topic %q: opening partition %d of %d failed, so the topic was not created: %w",
+		name, failed, ts.info.Config.Partitions, err)
 }
 
 // publishLocked installs ts with its first n partitions in the topic map.
@@ -269,7 +294,7 @@ func (b *Broker) AddPartitions(name string, total int32) (TopicInfo, error) {
 		part, err := b.openPartition(in, p, log.State{})
 		if err != nil {
 			b.publishLocked(ts, p)
-			return TopicInfo{}, fmt.Errorf("folio: topic %q grown to %d partitions, but opening partition %d failed: %w", name, total, p, err)
+			return TopicInfo{}, fmt.Errorf("folio: topic %q grown to %d partitions, but opening partition %d failed: %w", name, total, p, b.limitHint(err))
 		}
 		ts.parts[p] = part
 	}

@@ -28,7 +28,8 @@ type partitionsPlan struct {
 	// Workers append (then read) partitions in parallel, each owning
 	// every Workers-th partition.
 	Workers int
-	// MaxOpenSegments is the shared cap on sealed segments holding files.
+	// MaxOpenSegments is the shared cap on segments holding files, the
+	// active ones included.
 	MaxOpenSegments int
 }
 
@@ -84,7 +85,7 @@ func runPartitions(ctx context.Context, e *env) ([]*table, error) {
 	}
 	t.Notes = []string{
 		fmt.Sprintf("Each run appends %s spread evenly over the partitions (%d-record batches of %s records, FlushNone, %d appending goroutines each owning every %d-th partition), then the same goroutines read back what the run appended with Log.Read (mmap read path), decoding every record. Logs stay open across runs; each run first deletes the records of the previous one (Log.DeleteRecordsBefore), so every run starts from one active segment per partition.", formatBytes(plan.RunBytes), plan.BatchRecords, formatBytes(int64(plan.RecSize)), plan.Workers, plan.Workers),
-		fmt.Sprintf("Segments roll at %s. All logs share one log.ResourceCaps of %d sealed segments, as a broker's would; active segments are not counted against it. Open files and mappings are counted from /proc/self after each run's reads: descriptors and map areas of files under the data directory (each active segment holds its .log, two index files and their mappings, plus the read mapping once read).", formatBytes(plan.SegmentBytes), plan.MaxOpenSegments),
+		fmt.Sprintf("Segments roll at %s. All logs share one log.ResourceCaps of %d segments, as a broker's would; active segments count against it too (an idle one is closed and reopens at its next append or read). Open files and mappings are counted from /proc/self after each run's reads: descriptors and map areas of files under the data directory (each active segment holds its .log, two index files and their mappings, plus the read mapping once read).", formatBytes(plan.SegmentBytes), plan.MaxOpenSegments),
 	}
 	return []*table{t}, nil
 }

@@ -110,6 +110,9 @@ func openCore(fsys vfs.FS, path string, base int64, writable bool, opts *Options
 	}
 	f, err := fsys.OpenFile(path, flag, 0o644)
 	if err != nil {
+		if pe, ok := errors.AsType[*os.PathError](err); ok && pe.Path == path {
+			return nil, fmt.Errorf("index: %w", err) // it names the file already
+		}
 		return nil, fmt.Errorf("index: open %s: %w", path, err)
 	}
 	m, err := c.mapOpened(f, writable, sanity)

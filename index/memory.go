@@ -101,6 +101,9 @@ func readPrefix(fsys vfs.FS, path string, size int, take func(e []byte) bool) er
 	}
 	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
+		if pe, ok := errors.AsType[*os.PathError](err); ok && pe.Path == path {
+			return fmt.Errorf("index: %w", err) // it names the file already
+		}
 		return fmt.Errorf("index: open %s: %w", path, err)
 	}
 	defer f.Close() // read-only: closing loses nothing

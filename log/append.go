@@ -136,7 +136,7 @@ func (l *Log) appendOneLocked(b record.Batch, now time.Time, epoch int32) error 
 	if !l.activated {
 		// The first write since a clean open: only now does the last
 		// segment get its write handle and full-size indexes.
-		if err := l.active.seg.Activate(); err != nil {
+		if err := l.activateActive(); err != nil {
 			return l.fail(fmt.Errorf("log: reopen %s for appending: %w", l.active.seg, err))
 		}
 		l.activated = true
@@ -151,14 +151,14 @@ func (l *Log) appendOneLocked(b record.Batch, now time.Time, epoch int32) error 
 	if l.opts.LogAppendTime {
 		b.SetLogAppendTime(now.UnixMilli())
 	}
-	pos, err := l.active.seg.Append(b)
+	pos, err := l.appendActive(b)
 	if (errors.Is(err, segment.ErrSegmentFull) || errors.Is(err, segment.ErrOffsetOverflow)) && l.endMark.pos > 0 {
 		// A full index is not predictable from outside the segment: roll
 		// now and write the batch (same offsets) to the new one.
 		if err := l.rollLocked(); err != nil {
 			return err
 		}
-		pos, err = l.active.seg.Append(b)
+		pos, err = l.appendActive(b)
 	}
 	if err != nil {
 		if isRefusal(err) {
@@ -220,6 +220,7 @@ func (l *Log) rollLocked() error {
 		return l.fail(fmt.Errorf("log: roll to a segment at %d: %w", base, err))
 	}
 	e := l.newEntry(seg)
+	l.caps.add(&e.capEntry) // it holds its files: counted from now
 	old := l.active
 	l.tree.ReplaceOrInsert(e)
 	l.active = e

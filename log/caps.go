@@ -4,23 +4,36 @@ import (
 	"container/list"
 	"sync"
 	"sync/atomic"
+
+	"github.com/foliolog/folio/record"
 )
 
 // DefaultMaxOpenSegments is the cap of a ResourceCaps made with a cap of 0,
 // and of the private one a Log gets when Options.Caps is nil.
 const DefaultMaxOpenSegments = 1024
 
-// idleCloser is what the caps need from a sealed segment: give back its
-// file descriptors and mappings. Views already handed out keep their own.
+// DescriptorsPerSegment is how many file descriptors one open segment holds
+// at most: the active one's write handle, the read handle its mapping or
+// pread goes through, and its two indexes. A sealed one holds the read
+// handle alone (its indexes keep only their mappings). A budget of open
+// files divided by it is a cap that keeps within it.
+const DescriptorsPerSegment = 4
+
+// idleCloser is what the caps need from a segment: give back its file
+// descriptors and mappings. Views already handed out keep their own.
 type idleCloser interface {
 	CloseIdle() error
 }
 
-// ResourceCaps bounds how many sealed segments, across every Log that shares
-// it, hold open files and mappings at once. A sealed segment opens its files
-// on first use; when more than the cap are open, idle ones not used lately
-// are closed again. Active segments (one per Log) always stay open and are
-// not counted; nor are segments rolled past but not yet sealed.
+// ResourceCaps bounds how many segments, across every Log that shares it,
+// hold open files and mappings at once: sealed ones, the active one of each
+// Log, and segments rolled past but not yet sealed. A segment opens its
+// files on first use; when more than the cap are open, idle ones not used
+// lately are closed again. An active segment closed so (segment.CloseIdle)
+// first fsyncs what it holds unsynced, keeps its append state in memory,
+// and reopens for writing at the next append or read: ten thousand
+// partitions that take a record now and then hold no more descriptors than
+// the cap allows.
 //
 // Which idle segment goes is decided by CLOCK, the usual approximation of
 // least recently used: a read only sets its segment's reference bit, and
@@ -70,8 +83,8 @@ type capEntry struct {
 	pins    atomic.Int32 // reads in progress
 }
 
-// NewResourceCaps returns caps that keep at most maxOpenSegments sealed
-// segments open (0 or less means DefaultMaxOpenSegments).
+// NewResourceCaps returns caps that keep at most maxOpenSegments segments
+// open (0 or less means DefaultMaxOpenSegments).
 func NewResourceCaps(maxOpenSegments int) *ResourceCaps {
 	if maxOpenSegments <= 0 {
 		maxOpenSegments = DefaultMaxOpenSegments
@@ -82,7 +95,7 @@ func NewResourceCaps(maxOpenSegments int) *ResourceCaps {
 // CapsStats is a snapshot of a ResourceCaps.
 type CapsStats struct {
 	MaxOpenSegments int   // the cap
-	OpenSegments    int   // sealed segments now holding files or mappings
+	OpenSegments    int   // segments (active ones too) now holding files or mappings
 	Evictions       int64 // idle segments closed to stay under the cap
 }
 
@@ -91,8 +104,8 @@ func (c *ResourceCaps) Stats() CapsStats {
 	return CapsStats{MaxOpenSegments: c.max, OpenSegments: int(c.open.Load()), Evictions: c.evictions.Load()}
 }
 
-// setEligible makes a sealed segment that holds no files subject to the
-// caps: it counts as open from its first use.
+// setEligible makes a segment that holds no files subject to the caps: it
+// counts as open from its first use.
 func (c *ResourceCaps) setEligible(e *capEntry) {
 	e.closeMu.Lock()
 	c.ringMu.Lock()
@@ -101,8 +114,8 @@ func (c *ResourceCaps) setEligible(e *capEntry) {
 	e.closeMu.Unlock()
 }
 
-// add makes a segment that was just sealed, and still holds the files it
-// was written through, subject to the caps and counts it open.
+// add makes a segment that holds files (just created, loaded or sealed)
+// subject to the caps and counts it open.
 func (c *ResourceCaps) add(e *capEntry) {
 	e.closeMu.Lock()
 	c.ringMu.Lock()
@@ -242,4 +255,25 @@ func (c *ResourceCaps) closeIdle(victims []*capEntry) {
 		}
 		e.closeMu.Unlock()
 	}
+}
+
+// activateActive reopens the active segment for appending (the first write
+// after a clean open) under the caps, which count it open from then on.
+// appendMu must be held.
+func (l *Log) activateActive() error {
+	e := l.active
+	l.caps.acquire(&e.capEntry)
+	defer l.caps.release(&e.capEntry)
+	return e.seg.Activate()
+}
+
+// appendActive appends b to the active segment under the caps: the
+// segment is counted open (an append reopens one closed while idle) and
+// marked used, and it is not closed while the append runs. appendMu must
+// be held.
+func (l *Log) appendActive(b record.Batch) (int64, error) {
+	e := l.active
+	l.caps.acquire(&e.capEntry)
+	defer l.caps.release(&e.capEntry)
+	return e.seg.Append(b)
 }

@@ -170,7 +170,7 @@ type Log struct {
 	failure    atomic.Pointer[error]
 	closed     atomic.Bool
 	cleanClose atomic.Bool
-	openSealed atomic.Int64 // this log's sealed segments holding files (caps)
+	openSealed atomic.Int64 // this log's segments holding files under the caps, the active one included
 	syncs      atomic.Int64
 	rolls      atomic.Int64
 	// retentionErrors counts failed scheduled retention passes.
@@ -222,7 +222,7 @@ type RecoveryReport struct {
 // Stats are counters of one log.
 type Stats struct {
 	Segments           int   // segments in the log
-	OpenSealedSegments int64 // sealed segments now holding files (see ResourceCaps)
+	OpenSealedSegments int64 // segments now holding files under the caps, the active one included (see ResourceCaps)
 	Syncs              int64 // group commits and seals that fsynced
 	Rolls              int64 // segments rolled since Open
 	IndexRebuilds      int64 // indexes rebuilt from .log files, summed over segments

@@ -606,6 +606,13 @@ func (l *Log) startOverAt(base int64, st State) error {
 // scanned, and the rest lies below the recovery point).
 func (l *Log) install(active *segEntry, next, size, start int64, st State) {
 	l.active = active
+	// The active segment is under the caps like the sealed ones: closed
+	// when idle, reopened by the next append or read.
+	if active.seg.Loaded() {
+		l.caps.add(&active.capEntry)
+	} else {
+		l.caps.setEligible(&active.capEntry)
+	}
 	l.activated = !active.seg.Sealed()
 	l.next = next
 	l.end.Store(next)

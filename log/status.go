@@ -178,7 +178,7 @@ func (l *Log) seal(seg *segment.Segment) error {
 }
 
 // bytesOf sums the sizes of the segments in a snapshot: the last one from
-// the segment (it is loaded: appends go to it), the others from their
+// the segment (its append state, when active), the others from their
 // .log's size on disk, which is exactly their batches. A segment deleted
 // meanwhile counts for nothing. Stat, not the segment's Size, so that
 // computing stats loads no idle segment behind the caps' back.
@@ -187,7 +187,12 @@ func (l *Log) bytesOf(sn *snapshot) int64 {
 	last, ok := sn.segs.Max()
 	sn.segs.Ascend(func(e *segEntry) bool {
 		if ok && e == last {
-			if size, err := e.seg.Size(); err == nil {
+			// Under the caps: after a clean open, or closed idle, the
+			// last segment may hold no files, and Size may load them.
+			l.caps.acquire(&e.capEntry)
+			size, err := e.seg.Size()
+			l.caps.release(&e.capEntry)
+			if err == nil {
 				total += size
 				return true
 			}

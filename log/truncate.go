@@ -143,6 +143,7 @@ func (l *Log) cut(floor *segEntry, offset int64) (mark, error) {
 	if err != nil {
 		return mark{}, l.fail(fmt.Errorf("log: truncate %s: %w", floor.seg, err))
 	}
+	l.caps.add(&floor.capEntry) // out of the caps since truncate took it
 	l.appendMu.Lock()
 	l.active = floor
 	l.activated = true // TruncateTo reactivates a sealed segment
@@ -158,6 +159,7 @@ func (l *Log) restart(base int64) (mark, error) {
 		return mark{}, l.fail(fmt.Errorf("log: restart at %d: %w", base, err))
 	}
 	e := l.newEntry(seg)
+	l.caps.add(&e.capEntry)
 	l.appendMu.Lock()
 	l.tree.ReplaceOrInsert(e)
 	l.active = e

@@ -51,6 +51,15 @@ func (s *Segment) Append(b record.Batch) (int64, error) {
 	if int64(len(b)) > s.opts.MaxSegmentBytes-pos {
 		return 0, fmt.Errorf("%w: %s holds %d bytes, a %d-byte batch would pass %d", ErrSegmentFull, s.logPath, pos, len(b), s.opts.MaxSegmentBytes)
 	}
+	if s.files == nil {
+		// Closed idle (CloseIdle): reopen for writing.
+		s.resMu.Lock()
+		err := s.reloadLocked()
+		s.resMu.Unlock()
+		if err != nil {
+			return 0, err
+		}
+	}
 	f := s.files
 	x := indexer{interval: int64(s.opts.IndexIntervalBytes), since: s.sinceIndex, t: *t}
 	entry := x.observe(pos, b)
@@ -62,6 +71,9 @@ func (s *Segment) Append(b record.Batch) (int64, error) {
 			err = fmt.Errorf("short write: %d of %d bytes", n, len(b))
 		}
 		return 0, s.fail(fmt.Errorf("segment: write %s at %d: %w", s.logPath, pos, err))
+	}
+	if !s.unsynced.Load() {
+		s.unsynced.Store(true)
 	}
 	nt := x.t
 	s.tip.Store(&nt)

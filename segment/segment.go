@@ -41,6 +41,10 @@ type Segment struct {
 	// never writes, and a followed one tracks a writer's active segment.
 	ro, follow bool
 	failed     atomic.Pointer[error]
+	// unsynced: a batch was written since the last fsync of the .log. Sync
+	// of an active segment closed idle (CloseIdle) with it set opens the
+	// .log to fsync it: there is no handle to fsync through.
+	unsynced atomic.Bool
 
 	// appendMu serialises the writing methods (Append, Seal, Activate,
 	// TruncateTo, Recover, Close, Delete, CloseIdle and index repairs) and
@@ -176,7 +180,7 @@ func Create(fsys vfs.FS, dir string, base int64, opts *Options) (*Segment, error
 		if errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("%w: %s", ErrExists, s.logPath)
 		}
-		return nil, fmt.Errorf("segment: create %s: %w", s.logPath, err)
+		return nil, openError("create", s.logPath, err)
 	}
 	f := &files{log: lf}
 	fail := func(err error) (*Segment, error) {
@@ -304,6 +308,16 @@ func (s *Segment) MaxTimestamp() (int64, error) {
 }
 
 func (s *Segment) loadedTip() (*tip, error) {
+	s.resMu.RLock()
+	if s.files == nil && !s.sealed.Load() && !s.closed.Load() {
+		// An active segment closed idle keeps its append state in memory:
+		// asking for it opens nothing.
+		if t := s.tip.Load(); t != nil {
+			s.resMu.RUnlock()
+			return t, nil
+		}
+	}
+	s.resMu.RUnlock()
 	if _, err := s.acquire(); err != nil {
 		return nil, err
 	}
@@ -325,13 +339,54 @@ func (s *Segment) acquire() (*files, error) {
 		}
 		s.resMu.RUnlock()
 
-		s.resMu.Lock()
-		err := s.loadLocked()
-		s.resMu.Unlock()
+		var err error
+		if s.sealed.Load() || s.ro {
+			s.resMu.Lock()
+			err = s.loadLocked()
+			s.resMu.Unlock()
+		} else {
+			// An active segment closed idle: reopening it for writing
+			// needs the append lock, which comes first.
+			s.appendMu.Lock()
+			s.resMu.Lock()
+			err = s.reloadLocked()
+			s.resMu.Unlock()
+			s.appendMu.Unlock()
+		}
 		if err != nil {
 			return nil, err
 		}
 	}
+}
+
+// reloadLocked gives the segment its files back if it has none: a sealed
+// one loads them read-only, an active one that CloseIdle closed reopens
+// for writing the way Activate does after a clean open, and keeps the
+// append state it had in memory (the reopened files must agree with it).
+// appendMu and resMu must be held exclusively.
+func (s *Segment) reloadLocked() error {
+	if s.files != nil || s.closed.Load() || s.sealed.Load() || s.ro || s.failure() != nil {
+		return s.loadLocked()
+	}
+	t, since := s.tip.Load(), s.sinceIndex
+	if err := s.activateLocked(); err != nil {
+		if f := s.files; f != nil && f.log == nil {
+			// Loaded but not reopened for writing: give the read-only
+			// files back, so that the segment stays closed idle (Append
+			// needs a write handle) and a later use retries.
+			err = errors.Join(err, s.closeFiles(f))
+			s.files = nil
+		}
+		return err
+	}
+	if nt := s.tip.Load(); nt.size != t.size || nt.next != t.next {
+		// The .log changed while nothing of this process held it open.
+		return s.fail(errs.Corruptf(ErrCorrupt, s.logPath, t.size,
+			"reopened with %d bytes up to offset %d, closed idle with %d bytes up to offset %d", nt.size, nt.next, t.size, t.next))
+	}
+	s.tip.Store(t)
+	s.sinceIndex = since
+	return nil
 }
 
 // loadLocked opens a sealed segment's files: the .log for reading, and the
@@ -621,6 +676,15 @@ func (s *Segment) Seal() error {
 	if err := s.failure(); err != nil {
 		return err
 	}
+	if s.files == nil {
+		// Closed idle: reopen, so that sealing trims and fsyncs as always.
+		s.resMu.Lock()
+		err := s.reloadLocked()
+		s.resMu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
 	f := s.files
 	t := s.tip.Load()
 	if t.maxTs > index.NoTimestamp {
@@ -690,21 +754,57 @@ func (s *Segment) syncLogLocked() (*files, error) {
 		return nil, fmt.Errorf("%w: %s", ErrClosed, s.logPath)
 	}
 	f := s.files
+	if f == nil && !s.sealed.Load() && !s.ro && s.unsynced.Load() {
+		return nil, s.syncIdleLocked()
+	}
 	if f == nil || f.log == nil {
 		return nil, nil
 	}
 	if err := s.failure(); err != nil {
 		return nil, err
 	}
+	// Cleared before the fsync: a batch written meanwhile sets it again.
+	s.unsynced.Store(false)
 	if err := f.log.Sync(); err != nil {
 		return nil, s.fail(fmt.Errorf("segment: fsync %s: %w", s.logPath, err))
 	}
 	return f, nil
 }
 
-// CloseIdle releases a sealed segment's open files and mappings; the next
-// read loads them again. Views already handed out stay valid. It does
-// nothing to the active segment or to a segment that is not loaded.
+// syncIdleLocked fsyncs the .log of an active segment closed idle with
+// batches written since the last fsync: through a handle opened for it, as
+// fsync makes durable what was written to the file through any handle.
+// resMu must be held (shared is enough: reopening takes it exclusively).
+func (s *Segment) syncIdleLocked() error {
+	if err := s.failure(); err != nil {
+		return err
+	}
+	s.unsynced.Store(false)
+	lf, err := s.fs.OpenFile(s.logPath, os.O_RDWR, 0)
+	if err != nil {
+		// Not fail-stop: nothing is lost yet, and the next Sync retries.
+		s.unsynced.Store(true)
+		return openError("open for fsync", s.logPath, err)
+	}
+	err = lf.Sync()
+	cerr := lf.Close()
+	if err != nil {
+		return s.fail(fmt.Errorf("segment: fsync %s: %w", s.logPath, err))
+	}
+	if cerr != nil {
+		return fmt.Errorf("segment: close %s: %w", s.logPath, cerr)
+	}
+	return nil
+}
+
+// CloseIdle releases the segment's open files and mappings; the next read
+// loads them again. Views already handed out stay valid. An active segment
+// gets its final time-index entry first, as at Close, and no fsync: it
+// stays active, keeps its append state in memory, and the next Append,
+// Seal or read reopens its files for writing, while a Sync in the meantime
+// opens the .log only to fsync it, if batches were written since the last
+// one. It does nothing to a segment that is not loaded, nor to a failed or
+// read-only active one.
 func (s *Segment) CloseIdle() error {
 	s.appendMu.Lock()
 	defer s.appendMu.Unlock()
@@ -713,12 +813,42 @@ func (s *Segment) CloseIdle() error {
 	if s.closed.Load() {
 		return fmt.Errorf("%w: %s", ErrClosed, s.logPath)
 	}
-	if !s.sealed.Load() || s.files == nil {
+	if s.files == nil {
 		return nil
+	}
+	if !s.sealed.Load() {
+		return s.parkLocked()
 	}
 	err := s.closeFiles(s.files)
 	s.files = nil
 	return err
+}
+
+// parkLocked closes the active segment's files the way Close does (the
+// final time-index entry, trimmed indexes, no fsync) and keeps the append
+// state in memory: the segment stays active, the next Append or read
+// reopens it (reloadLocked), and a Sync fsyncs its .log by name
+// (syncIdleLocked). A read-only or failed segment, or one whose handle the
+// readers' index repair dropped, is left as it is. appendMu and resMu must
+// be held exclusively.
+func (s *Segment) parkLocked() error {
+	f := s.files
+	if s.ro || s.failure() != nil || f.log == nil {
+		return nil
+	}
+	var err error
+	if t := s.tip.Load(); t.maxTs > index.NoTimestamp {
+		if aerr := f.time.Append(t.maxTs, t.maxTsOffset); aerr != nil && !errors.Is(aerr, index.ErrFull) {
+			err = fmt.Errorf("segment: final time index entry of %s: %w", s.logPath, aerr)
+		}
+	}
+	s.files = nil
+	if err = errors.Join(err, s.closeFiles(f)); err != nil {
+		// The files are closed whatever failed; what is on disk is
+		// checked again when the segment reopens.
+		return s.fail(err)
+	}
+	return nil
 }
 
 // Close releases the segment's files. An active segment first gets the

@@ -37,7 +37,7 @@ func (s *Segment) TruncateTo(offset int64) (int64, error) {
 	if s.ro {
 		return 0, s.readOnlyErr("truncate")
 	}
-	if err := s.loadLocked(); err != nil {
+	if err := s.reloadLocked(); err != nil {
 		return 0, err
 	}
 	newSize, err := s.truncationPoint(offset)
