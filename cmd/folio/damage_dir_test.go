@@ -724,9 +724,20 @@ func runDamageCase(t *testing.T, base *dmgBase, c dmgCase, rng *rand.Rand) {
 		want := base.recs[p]
 		gi := 0
 		realEnd := base.hwm[p]
+		// The cleaner may run a pass after the open: in the compacted
+		// topic a record whose key has a later record may go.
+		superseded := map[int64]bool{}
+		if p.topic == "table" {
+			later := map[string]bool{}
+			for i := len(want) - 1; i >= 0; i-- {
+				superseded[want[i].off] = later[string(want[i].key)]
+				later[string(want[i].key)] = true
+			}
+		}
 		for _, w := range want {
-			if lossy && w.off >= l.from && w.off <= l.to {
-				// A record of the damaged range: gone, or intact.
+			if lossy && w.off >= l.from && w.off <= l.to || superseded[w.off] {
+				// A record of the damaged range (or one compaction may
+				// remove): gone, or intact.
 				if gi < len(got[p]) && got[p][gi].off == w.off {
 					gi++
 				}
