@@ -87,6 +87,9 @@ func makeBatchValues(t testing.TB, run, seq int64, n int) record.Batch {
 // of acknowledgements (it is then in the middle of later appends), reopens
 // the log and checks that every acknowledged record is there, in order and
 // intact. The runs share one directory, so each recovers from the last.
+// A SIGKILL leaves the page cache to the kernel: this test checks recovery
+// from a process crash and cannot see a missing fsync; the power-cut tests
+// (powercut_test.go, faultfs) do.
 func TestCrashKill(t *testing.T) {
 	seed := testSeed(t)
 	rng := newRand(seed)

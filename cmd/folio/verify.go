@@ -99,6 +99,9 @@ func (v *verifier) dataDir(dir, only string) error {
 	}
 	_, err := os.Stat(filepath.Join(dir, folio.CleanShutdownFile))
 	v.clean = err == nil && !markerDamaged // a damaged marker counts as absent, as for the Broker
+	if err := v.leftovers(dir); err != nil {
+		return err
+	}
 	topics, err := readCatalog(dir)
 	if err != nil {
 		if !errors.Is(err, topic.ErrCorrupt) {
@@ -143,6 +146,43 @@ func (v *verifier) dataDir(dir, only string) error {
 			if err := v.partition(d.partitionDir(in.Name, p), max(int(in.Config.MaxMessageBytes), defaultMaxBatch), end); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// producerStateDir is the directory of the Broker's producer-state
+// snapshots in a data directory.
+const producerStateDir = ".producer-state"
+
+// leftovers notes the files beside the metadata files that no Broker
+// reads: temporary files of an interrupted metadata write (harmless: the
+// next write of that file replaces them) and, in the producer-state
+// directory, anything but a snapshot (removed at the next writing open).
+// Partition directories are strayEntries' to judge.
+func (v *verifier) leftovers(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".tmp") && !e.IsDir() {
+			v.note(fmt.Sprintf("%s: left by an interrupted write of %s (replaced at its next write)",
+				filepath.Join(dir, e.Name()), strings.TrimSuffix(e.Name(), ".tmp")))
+		}
+	}
+	sdir := filepath.Join(dir, producerStateDir)
+	entries, err = os.ReadDir(sdir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".snapshot") || e.IsDir() {
+			v.note(fmt.Sprintf("%s: not a producer-state snapshot (a leftover of an interrupted write, removed at the next open)",
+				filepath.Join(sdir, e.Name())))
 		}
 	}
 	return nil
