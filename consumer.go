@@ -763,10 +763,12 @@ func (c *Consumer) decodeRecords(it *record.RecordIter, p *brokerPart, pp *pollP
 		if len(recs) == c.opts.MaxPollRecords {
 			return recs, arena, true, nil
 		}
-		rec := Record{
-			Topic: topicName, Partition: index, Offset: r.Offset(),
-			Timestamp: time.UnixMilli(r.Timestamp()),
-		}
+		// Built in place: a Record is 128 bytes, and building it aside
+		// and appending it copied it twice.
+		recs = append(recs, Record{})
+		rec := &recs[len(recs)-1]
+		rec.Topic, rec.Partition, rec.Offset = topicName, index, r.Offset()
+		rec.Timestamp = time.UnixMilli(r.Timestamp())
 		if c.opts.ZeroCopy {
 			rec.Key, rec.Value = r.Key(), r.Value()
 		} else {
@@ -783,7 +785,6 @@ func (c *Consumer) decodeRecords(it *record.RecordIter, p *brokerPart, pp *pollP
 				rec.Headers = append(rec.Headers, Header{Key: string(h.Key()), Value: hv})
 			}
 		}
-		recs = append(recs, rec)
 		pp.pos, pp.moved = r.Offset()+1, true
 	}
 	return recs, arena, false, it.Err()
