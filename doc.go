@@ -124,7 +124,8 @@
 // Records a consumer returns are the caller's to keep; with
 // ConsumerOptions.ZeroCopy their Key, Value and header values alias the
 // segment mapping or a read buffer and are valid only until the next Poll
-// (in a Records loop, until the loop body returns). Broker, Producer and
+// (in a Records loop, until the loop body returns), and so is the slice
+// Poll returns them in, which the next Poll reuses. Broker, Producer and
 // Consumer own their goroutines and stop them in Close, which is
 // idempotent; later calls return ErrClosed. Closing the Broker closes the
 // producers (appending what they buffered) and consumers made from it.

@@ -3,6 +3,7 @@ package log
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -170,9 +171,17 @@ type Log struct {
 	failure    atomic.Pointer[error]
 	closed     atomic.Bool
 	cleanClose atomic.Bool
-	openSealed atomic.Int64 // this log's segments holding files under the caps, the active one included
-	syncs      atomic.Int64
-	rolls      atomic.Int64
+	// idxUnsynced are the index files an unclean Open's recovery found
+	// right and left unsynced (segment.RecoverDeferIndexSync), fsynced
+	// after Open by one goroutine (and by Close if that failed). Until
+	// they are, idxFloor (else -1), the base of the first segment they
+	// belong to, caps the RecoveryPoint Checkpoint reports, so that a
+	// power cut meanwhile has the next Open scan those segments again.
+	idxUnsynced []string
+	idxFloor    atomic.Int64
+	openSealed  atomic.Int64 // this log's segments holding files under the caps, the active one included
+	syncs       atomic.Int64
+	rolls       atomic.Int64
 	// retentionErrors counts failed scheduled retention passes.
 	retentionErrors atomic.Int64
 
@@ -299,8 +308,12 @@ func (l *Log) Recovery() RecoveryReport { return l.recovery }
 // Checkpoint returns the state the owner should persist for this log (see
 // State). It may be called at any time, also after Close.
 func (l *Log) Checkpoint() State {
+	rp := l.durable.Load()
+	if f := l.idxFloor.Load(); f >= 0 && f < rp {
+		rp = f // recovered segments whose indexes are not yet durable
+	}
 	return State{
-		RecoveryPoint:  l.durable.Load(),
+		RecoveryPoint:  rp,
 		LogStartOffset: l.snap.Load().start,
 		HighWatermark:  l.hw.Load().offset,
 		Clean:          l.cleanClose.Load(),
@@ -432,6 +445,7 @@ func (l *Log) Close() error {
 	close(l.quit)
 	l.wg.Wait()
 	l.stopCompaction()
+	idxErr := l.syncRecoveredIndexes() // nothing left unless the first try failed
 
 	l.retentionMu.Lock()
 	defer l.retentionMu.Unlock()
@@ -464,11 +478,31 @@ func (l *Log) Close() error {
 			errs = append(errs, err)
 		}
 	}
+	if idxErr != nil {
+		errs = append(errs, idxErr) // not clean: the next Open recovers them
+	}
 	err := errors.Join(errs...)
 	if err == nil && l.failure.Load() == nil {
 		l.cleanClose.Store(true)
 	}
 	return err
+}
+
+// syncRecoveredIndexes fsyncs the index files recovery left unsynced and
+// then lifts the cap on the checkpointed recovery point. A file gone since
+// (its segment deleted or replaced) needs nothing. On an error the cap
+// stays and the files are tried again by Close.
+func (l *Log) syncRecoveredIndexes() error {
+	for len(l.idxUnsynced) > 0 {
+		path := l.idxUnsynced[0]
+		if err := segment.SyncPath(l.fs, path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("log: recovered index: %w", err)
+		}
+		l.idxUnsynced = l.idxUnsynced[1:]
+	}
+	l.idxUnsynced = nil
+	l.idxFloor.Store(-1)
+	return nil
 }
 
 // goFunc runs fn on a goroutine that Close waits for.

@@ -71,6 +71,7 @@ func Open(fsys vfs.FS, dir string, opts *Options, st State) (*Log, error) {
 	}
 	l.idle.L = &l.appendMu
 	l.hwWake.level = l.waitLevel
+	l.idxFloor.Store(-1)
 	if err := l.load(st); err != nil {
 		l.abandon()
 		return nil, markCorrupt(err)
@@ -79,6 +80,13 @@ func Open(fsys vfs.FS, dir string, opts *Options, st State) (*Log, error) {
 	if err := l.initCompaction(st); err != nil {
 		l.abandon()
 		return nil, err
+	}
+	if len(l.idxUnsynced) > 0 {
+		if o.noBackground {
+			_ = l.syncRecoveredIndexes() // on an error the cap stays; Close tries again
+		} else {
+			l.goFunc(func() { _ = l.syncRecoveredIndexes() })
+		}
 	}
 	if !o.noBackground {
 		l.goFunc(l.background)
@@ -457,7 +465,10 @@ func (l *Log) recover(entries []*segEntry, rp int64) (map[*segEntry]bool, error)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			results[i], scanErrs[i] = e.seg.Recover()
+			// One fsync per segment here (its .log); the indexes it
+			// finds right are fsynced after Open (syncRecoveredIndexes),
+			// before the checkpointed recovery point passes them.
+			results[i], scanErrs[i] = e.seg.RecoverDeferIndexSync()
 		}()
 	}
 	wg.Wait()
@@ -515,6 +526,12 @@ func (l *Log) recover(entries []*segEntry, rp int64) (map[*segEntry]bool, error)
 		}
 		kept[e] = true
 		lastKept = e
+		if len(res.UnsyncedIndexes) > 0 {
+			if l.idxFloor.Load() < 0 {
+				l.idxFloor.Store(e.base)
+			}
+			l.idxUnsynced = append(l.idxUnsynced, res.UnsyncedIndexes...)
+		}
 		l.recovery.SegmentsScanned++
 		l.recovery.BytesScanned += res.ValidBytes + res.BytesCut
 		l.recovery.BytesCut += res.BytesCut
@@ -598,6 +615,8 @@ func (l *Log) startOverAt(base int64, st State) error {
 	if err := l.removeFrom(all); err != nil {
 		return err
 	}
+	l.idxUnsynced = nil // their segments are gone
+	l.idxFloor.Store(-1)
 	return l.startEmpty(base, st)
 }
 

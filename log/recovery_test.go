@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/foliolog/folio/errs"
@@ -496,5 +497,93 @@ func TestDiscardedSwapRestoresDeleted(t *testing.T) {
 	sameRecs(t, readAll(t, l, 0), want)
 	if len(l.Recovery().Damage) == 0 {
 		t.Fatal("no damage reported")
+	}
+}
+
+// TestRecoveredIndexSyncCapsTheCheckpoint: an unclean Open fsyncs each
+// scanned segment's .log and leaves the index files it finds right to be
+// fsynced after Open (one fsync per segment on the open path instead of
+// three). Until they are durable, Checkpoint's RecoveryPoint does not pass
+// the first of those segments, so a power cut meanwhile has the next Open
+// scan them again; if their fsync fails, Close reports it and is not
+// clean. Once they are fsynced the recovery point is the log end again.
+func TestRecoveredIndexSyncCapsTheCheckpoint(t *testing.T) {
+	fsys := faultfs.New()
+	dir := t.TempDir()
+	opts := &Options{SegmentBytes: 4 << 10, FlushPolicy: FlushNone, IndexIntervalBytes: 256, noBackground: true}
+	l, err := Open(fsys, dir, opts, State{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := int64(0); i < 40; i++ {
+		if _, _, err := l.Append(makeBatch(t, "r", i*5, 5, 100, 1000+i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	end := l.LogEndOffset()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var failIdx atomic.Bool
+	fsys.SetHook(func(op faultfs.Op) error {
+		if op.Kind == faultfs.OpSync && failIdx.Load() && !strings.HasSuffix(op.Path, ".log") {
+			return errors.New("injected index fsync failure")
+		}
+		return nil
+	})
+
+	failIdx.Store(true)
+	l, err = Open(fsys, dir, opts, State{}) // unclean: every segment scanned
+	if err != nil {
+		t.Fatal(err)
+	}
+	segs := l.Recovery().SegmentsScanned
+	if segs < 3 {
+		t.Fatalf("scanned %d segments; the test wants several", segs)
+	}
+	if rp := l.Checkpoint().RecoveryPoint; rp != 0 {
+		t.Fatalf("recovery point %d with the recovered indexes unsynced; want 0", rp)
+	}
+	if err := l.Close(); err == nil {
+		t.Fatal("Close succeeded with the recovered indexes unsynced")
+	}
+	st := l.Checkpoint()
+	if st.Clean || st.RecoveryPoint != 0 {
+		t.Fatalf("after a failed index fsync Checkpoint = %+v; want not clean, recovery point 0", st)
+	}
+
+	failIdx.Store(false)
+	l, err = Open(fsys, dir, opts, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Recovery().SegmentsScanned; got != segs {
+		t.Fatalf("the Open after it scanned %d segments; want all %d again", got, segs)
+	}
+	if rp := l.Checkpoint().RecoveryPoint; rp != end {
+		t.Fatalf("recovery point %d once the indexes are fsynced; want the end %d", rp, end)
+	}
+	if got := readAll(t, l, 0); int64(len(got)) != end {
+		t.Fatalf("read %d records; want %d", len(got), end)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st := l.Checkpoint(); !st.Clean || st.RecoveryPoint != end {
+		t.Fatalf("Checkpoint after Close = %+v; want clean at %d", st, end)
+	}
+
+	// With the background goroutine: Close waits for it.
+	bg := *opts
+	bg.noBackground = false
+	l, err = Open(fsys, dir, &bg, State{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st := l.Checkpoint(); !st.Clean || st.RecoveryPoint != end {
+		t.Fatalf("Checkpoint after Close = %+v; want clean at %d", st, end)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/foliolog/folio/index"
 	"github.com/foliolog/folio/record"
+	"github.com/foliolog/folio/vfs"
 )
 
 // indexer applies the index rule (see the package documentation) to a
@@ -205,21 +206,40 @@ func (s *Segment) openIndexFiles(f *files, writable bool) error {
 // only a file the index package cannot open writable (one that fails its
 // sanity check) is emptied first. The indexes must not be open in f.
 func (s *Segment) writeIndexFiles(p *indexPlan) error {
+	_, err := s.writeIndexFilesDefer(p, false)
+	return err
+}
+
+// writeIndexFilesDefer is writeIndexFiles; with deferSync a file that
+// holds p's entries already is not fsynced but returned, for the caller
+// to fsync.
+func (s *Segment) writeIndexFilesDefer(p *indexPlan, deferSync bool) ([]string, error) {
+	var unsynced []string
 	openOff := func(writable bool) (*index.OffsetIndex, error) {
 		return index.OpenOffset(s.fs, s.offPath, s.base, writable, s.indexOpts())
 	}
-	err := writeIndexFile(s, s.offPath, p.offs, openOff, func(x *index.OffsetIndex, e index.OffsetEntry) error {
+	same, err := writeIndexFile(s, s.offPath, p.offs, openOff, func(x *index.OffsetIndex, e index.OffsetEntry) error {
 		return x.Append(e.Offset, e.Position)
-	})
+	}, deferSync)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	if same {
+		unsynced = append(unsynced, s.offPath)
 	}
 	openTime := func(writable bool) (*index.TimeIndex, error) {
 		return index.OpenTime(s.fs, s.timePath, s.base, writable, s.indexOpts())
 	}
-	return writeIndexFile(s, s.timePath, p.times, openTime, func(x *index.TimeIndex, e index.TimeEntry) error {
+	same, err = writeIndexFile(s, s.timePath, p.times, openTime, func(x *index.TimeIndex, e index.TimeEntry) error {
 		return x.Append(e.Timestamp, e.Offset)
-	})
+	}, deferSync)
+	if err != nil {
+		return nil, err
+	}
+	if same {
+		unsynced = append(unsynced, s.timePath)
+	}
+	return unsynced, nil
 }
 
 // indexFile is what writeIndexFile needs of an *index.OffsetIndex or
@@ -234,25 +254,30 @@ type indexFile[E comparable] interface {
 
 // writeIndexFile is writeIndexFiles for the one index file at path: open
 // opens it, add appends one entry.
-func writeIndexFile[E comparable, X indexFile[E]](s *Segment, path string, want []E, open func(writable bool) (X, error), add func(X, E) error) error {
+// With deferSync, a file that holds want already is left unsynced, and
+// unsynced reports it.
+func writeIndexFile[E comparable, X indexFile[E]](s *Segment, path string, want []E, open func(writable bool) (X, error), add func(X, E) error, deferSync bool) (unsynced bool, err error) {
 	same, err := fileHolds(want, open)
 	if err != nil {
-		return fmt.Errorf("segment: check %s: %w", path, err)
+		return false, fmt.Errorf("segment: check %s: %w", path, err)
 	}
 	if same {
-		return s.syncFile(path)
+		if deferSync {
+			return true, nil
+		}
+		return false, s.syncFile(path)
 	}
 	x, err := open(true)
 	if errors.Is(err, index.ErrCorrupt) {
 		// Not an index the package will write into: empty it in place,
 		// keeping the file, and start from nothing.
 		if err := s.emptyFile(path); err != nil {
-			return err
+			return false, err
 		}
 		x, err = open(true)
 	}
 	if err != nil {
-		return fmt.Errorf("segment: rebuild %s: %w", path, err)
+		return false, fmt.Errorf("segment: rebuild %s: %w", path, err)
 	}
 	err = x.Reset()
 	for i := 0; err == nil && i < len(want); i++ {
@@ -262,9 +287,9 @@ func writeIndexFile[E comparable, X indexFile[E]](s *Segment, path string, want 
 		err = x.Seal()
 	}
 	if err = errors.Join(err, x.Close()); err != nil {
-		return fmt.Errorf("segment: rebuild %s: %w", path, err)
+		return false, fmt.Errorf("segment: rebuild %s: %w", path, err)
 	}
-	return nil
+	return false, nil
 }
 
 // fileHolds reports whether the index file passes its sanity check and
@@ -304,8 +329,12 @@ func (s *Segment) emptyFile(path string) error {
 // syncFile fsyncs the file at path through a read-only handle: an index
 // kept as it was may still have pages that a crashed process wrote and
 // that never reached the disk.
-func (s *Segment) syncFile(path string) error {
-	f, err := s.fs.OpenFile(path, os.O_RDONLY, 0)
+func (s *Segment) syncFile(path string) error { return SyncPath(s.fs, path) }
+
+// SyncPath opens the file at path read-only, fsyncs it and closes it: how
+// the indexes RecoverDeferIndexSync left unsynced are made durable.
+func SyncPath(fsys vfs.FS, path string) error {
+	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return openError("open", path, err)
 	}

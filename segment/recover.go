@@ -34,6 +34,11 @@ type RecoverResult struct {
 	// batch and, when its header framed it, its offset. It matches
 	// ErrCorrupt. Nil when nothing was cut.
 	Cause error
+	// UnsyncedIndexes, set only by RecoverDeferIndexSync, names the index
+	// files that already held the right entries and were left unsynced:
+	// the caller fsyncs them (SyncPath) before it relies on them across a
+	// power cut.
+	UnsyncedIndexes []string
 }
 
 // crcOffset is where the CRC-covered part of a batch starts (attributes).
@@ -51,7 +56,18 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // an unclean shutdown. A sealed segment stays sealed (its indexes are
 // sealed with the final time entry); an active one stays active and may
 // append again: Recover also clears a fail-stop (ErrFailed) state.
-func (s *Segment) Recover() (RecoverResult, error) {
+func (s *Segment) Recover() (RecoverResult, error) { return s.recover(false) }
+
+// RecoverDeferIndexSync is Recover, except that an index file found
+// holding exactly the entries the scan plans (the usual case after a
+// crash: the writer kept its indexes as it went) is not fsynced but named
+// in RecoverResult.UnsyncedIndexes. The .log is fsynced as by Recover, and
+// a rewritten index is fsynced too. It lets a log recover many segments
+// with one fsync each and make their indexes durable afterwards, before
+// its recovery point passes them.
+func (s *Segment) RecoverDeferIndexSync() (RecoverResult, error) { return s.recover(true) }
+
+func (s *Segment) recover(deferIndexSync bool) (RecoverResult, error) {
 	s.appendMu.Lock()
 	defer s.appendMu.Unlock()
 	s.resMu.Lock()
@@ -75,7 +91,7 @@ func (s *Segment) Recover() (RecoverResult, error) {
 		return RecoverResult{}, openError("open", s.logPath, err)
 	}
 	f := &files{log: lf}
-	res, x, err := s.recoverFiles(f)
+	res, x, err := s.recoverFiles(f, deferIndexSync)
 	if err != nil {
 		return res, errors.Join(err, s.closeFiles(f))
 	}
@@ -104,7 +120,7 @@ func (s *Segment) Recover() (RecoverResult, error) {
 // recoverFiles scans f.log, cuts it after the valid prefix, fsyncs it, and
 // makes the index files hold the prefix's entries (with the final time
 // entry if the segment is sealed); it opens no index.
-func (s *Segment) recoverFiles(f *files) (RecoverResult, *indexer, error) {
+func (s *Segment) recoverFiles(f *files, deferIndexSync bool) (RecoverResult, *indexer, error) {
 	fi, err := f.log.Stat()
 	if err != nil {
 		return RecoverResult{}, nil, fmt.Errorf("segment: stat %s: %w", s.logPath, err)
@@ -130,9 +146,11 @@ func (s *Segment) recoverFiles(f *files) (RecoverResult, *indexer, error) {
 	if s.sealed.Load() {
 		p.seal(&x.t)
 	}
-	if err := s.writeIndexFiles(p); err != nil {
+	unsynced, err := s.writeIndexFilesDefer(p, deferIndexSync)
+	if err != nil {
 		return res, nil, err
 	}
+	res.UnsyncedIndexes = unsynced
 	return res, x, nil
 }
 
