@@ -2,10 +2,14 @@ package folio
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/foliolog/folio/partition"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // TestAlterTopicConfigLive lowers max.message.bytes and sets retention on
@@ -85,3 +89,71 @@ func TestAlterTopicConfigLive(t *testing.T) {
 		t.Fatalf("after reopen: %+v", got.Config)
 	}
 }
+
+// TestAlterConfigsOverTheWire: a Kafka client's IncrementalAlterConfigs
+// reaches the open topic of a real Broker (its in-process Producer, made
+// before, refuses a record above the new max.message.bytes) and the
+// catalog (the value survives a reopen); the internal offsets topic is
+// refused.
+func TestAlterConfigsOverTheWire(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	b, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := b.CreateTopic("t", TopicConfig{Partitions: 2}); err != nil {
+		t.Fatal(err)
+	}
+	pr, err := b.NewProducer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	big := make([]byte, 2000)
+	rand.Read(big)
+	if _, _, err := pr.Produce(ctx, &Record{Topic: "t", Value: big}); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(serveT(t, b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	if _, err := b.GroupCoordinator(); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "max.message.bytes", Value: ptrTo("1000")}}, "t", "__consumer_offsets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		switch r.Name {
+		case "t":
+			if r.Err != nil {
+				t.Fatalf("t: %v %s", r.Err, r.ErrMessage)
+			}
+		default:
+			if r.Err == nil {
+				t.Fatalf("%s: altered", r.Name)
+			}
+		}
+	}
+	if _, _, err := pr.Produce(ctx, &Record{Topic: "t", Value: big}); !errors.Is(err, ErrMessageTooLarge) {
+		t.Fatalf("a 2000-byte record after max.message.bytes=1000 over the wire: %v", err)
+	}
+	cl.Close()
+	pr.Close()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b2 := openT(t, dir, nil)
+	if got, err := b2.DescribeTopic("t"); err != nil || got.Config.MaxMessageBytes != 1000 {
+		t.Fatalf("after reopen: %+v %v", got.Config, err)
+	}
+}
+
+func ptrTo(s string) *string { return &s }
