@@ -9,6 +9,7 @@ import (
 	"net"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,9 +49,11 @@ func heapInUse() uint64 {
 
 // TestThousandConnections holds 1,000 connections, each having done an
 // ApiVersions and a Metadata round trip, reports the goroutines and heap
-// each costs (bounded: the reader and the writer, and their buffers), and
-// shuts down with all of them connected: promptly, every connection
-// closed, no goroutine left behind.
+// each costs (bounded: the reader and the writer, and their buffers), then
+// parks a long-polling fetch on each (on an idle topic: one goroutine per
+// fetch, none per partition), and shuts down with all of them connected:
+// promptly, every fetch answered, every connection closed, no goroutine
+// left behind.
 func TestThousandConnections(t *testing.T) {
 	// About 0.5 s (1.5 s under -race) on 2 cores: not skipped under -short.
 	const n = 1000
@@ -68,6 +71,14 @@ func TestThousandConnections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var parked atomic.Int64
+	allParked := make(chan struct{})
+	onPark := func() {
+		if parked.Add(1) == n {
+			close(allParked)
+		}
+	}
+	s.onPark.Store(&onPark)
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(context.Background(), l) }()
 
@@ -140,6 +151,33 @@ func TestThousandConnections(t *testing.T) {
 		t.Errorf("%.1f KiB of heap per idle connection, want at most 96 (a 16 KiB read and a 32 KiB write buffer)", hPer/1024)
 	}
 
+	// Then a long-polling fetch parks on each, on the idle topic.
+	for i, nc := range conns {
+		f := kmsg.NewPtrFetchRequest()
+		f.Version, f.MaxWaitMillis, f.MinBytes, f.MaxBytes = 12, 120_000, 1, 1<<20
+		ft := kmsg.NewFetchRequestTopic()
+		ft.Topic = "t"
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.Partition, fp.PartitionMaxBytes = int32(i%4), 1<<20
+		ft.Partitions = append(ft.Partitions, fp)
+		f.Topics = append(f.Topics, ft)
+		nc.SetWriteDeadline(time.Now().Add(30 * time.Second))
+		if _, err := nc.Write(kmsgFrame(f, 3)); err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+	}
+	select {
+	case <-allParked:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%d of %d fetches parked after 60 s", parked.Load(), n)
+	}
+	g2, h2 := runtime.NumGoroutine(), heapInUse()
+	t.Logf("%d parked fetches: %.2f more goroutines and %.1f KiB more heap each",
+		n, float64(g2-g1)/n, (float64(h2)-float64(h1))/n/1024)
+	if per := float64(g2-g1) / n; per > 1.5 {
+		t.Errorf("%.2f goroutines per parked fetch, want 1 (its handler; none per partition)", per)
+	}
+
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -147,9 +185,9 @@ func TestThousandConnections(t *testing.T) {
 		t.Fatalf("Shutdown with %d connections: %v", n, err)
 	}
 	took := time.Since(start)
-	t.Logf("Shutdown with %d idle connections took %v", n, took)
+	t.Logf("Shutdown with %d connections, each with a parked fetch, took %v", n, took)
 	if took > 5*time.Second {
-		t.Errorf("Shutdown with %d idle connections took %v, want under 5 s", n, took)
+		t.Errorf("Shutdown with %d connections and parked fetches took %v, want under 5 s", n, took)
 	}
 	if err := <-served; !errors.Is(err, ErrServerClosed) {
 		t.Fatalf("Serve returned %v", err)
@@ -157,11 +195,16 @@ func TestThousandConnections(t *testing.T) {
 	if got := s.Conns(); got != 0 {
 		t.Fatalf("%d connections open after Shutdown", got)
 	}
-	// Every client sees its connection end.
+	// Every client gets its fetch answered (empty), then sees its
+	// connection end.
 	for i, nc := range conns {
 		nc.SetReadDeadline(time.Now().Add(10 * time.Second))
-		if _, err := io.ReadAll(nc); err != nil {
+		b, err := io.ReadAll(nc)
+		if err != nil {
 			t.Fatalf("connection %d not closed by Shutdown: %v", i, err)
+		}
+		if len(b) < 8 || int32(binary.BigEndian.Uint32(b[4:])) != 3 {
+			t.Fatalf("connection %d: the parked fetch was not answered before the close (%d bytes)", i, len(b))
 		}
 	}
 }
