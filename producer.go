@@ -305,9 +305,9 @@ func (p *Producer) route(rec *Record) (*prodPart, error) {
 	// be: a record above it that fits the topic's max.message.bytes goes
 	// in a batch of its own (add seals the batches around it), as with
 	// Kafka's batch.size.
-	if alone > pp.maxBatch {
+	if maxBatch := pp.p.MaxBatchBytes(); alone > maxBatch {
 		return nil, fmt.Errorf("%w: record of %d bytes in a batch of its own; %s takes batches up to %d bytes (max.message.bytes)",
-			ErrMessageTooLarge, alone, pp.p, pp.maxBatch)
+			ErrMessageTooLarge, alone, pp.p, maxBatch)
 	}
 	return pp, nil
 }
@@ -448,9 +448,13 @@ type prodPart struct {
 	p           *brokerPart
 	partitioner *topic.Partitioner
 	nparts      int32
-	limit       int // the uncompressed size at which a batch is sealed; a record above it goes alone
-	maxBatch    int // the largest batch the partition stores
-	codec       record.Codec
+	// batchBytes is the producer's BatchBytes: a batch is sealed at
+	// min(batchBytes, the partition's MaxBatchBytes) uncompressed bytes,
+	// and a record above it goes alone. The partition's limit is read on
+	// each use, since a topic's max.message.bytes can change while open
+	// (Broker.AlterTopicConfig).
+	batchBytes int
+	codec      record.Codec
 
 	// mu guards the fields up to seq.
 	mu      sync.Mutex
@@ -488,7 +492,7 @@ func newProdPart(pr *Producer, p *brokerPart, part *topic.Partitioner, n int32) 
 	}
 	return &prodPart{
 		pr: pr, p: p, partitioner: part, nparts: n,
-		limit: min(pr.opts.BatchBytes, p.MaxBatchBytes()), maxBatch: p.MaxBatchBytes(), codec: codec,
+		batchBytes: pr.opts.BatchBytes, codec: codec,
 		wake: make(chan struct{}, 1),
 		seq:  0,
 	}
@@ -528,7 +532,7 @@ func (pp *prodPart) add(rec *Record, cb func(*Record, error), size int64) error 
 			runtime.Gosched()
 		}
 	}()
-	if pp.cur != nil && pp.cur.bld.Len() > 0 && pp.cur.bld.Size()+aloneBatchSize(rec)-record.HeaderSize > pp.limit {
+	if pp.cur != nil && pp.cur.bld.Len() > 0 && pp.cur.bld.Size()+aloneBatchSize(rec)-record.HeaderSize > min(pp.batchBytes, pp.p.MaxBatchBytes()) {
 		pp.sealLocked()
 		lagging = pp.sending && len(pp.ready) >= lagBatches
 	}
@@ -811,14 +815,15 @@ func (pp *prodPart) encode(out []encoded, bld *record.Builder, recs []pendingRec
 		return append(out, encoded{recs: recs, err: fmt.Errorf("folio: encoding a batch for %s: %w", pp.p, err)})
 	}
 	pp.bufs[*bufi] = bt[:cap(bt)]
-	if len(bt) <= pp.maxBatch {
+	maxBatch := pp.p.MaxBatchBytes()
+	if len(bt) <= maxBatch {
 		*bufi++
 		*seq = nextSequence(*seq, bt.LastOffsetDelta()+1)
 		return append(out, encoded{batch: bt, recs: recs})
 	}
 	if len(recs) == 1 {
 		return append(out, encoded{recs: recs, err: fmt.Errorf("%w: the record compresses to a batch of %d bytes; %s takes up to %d",
-			ErrMessageTooLarge, len(bt), pp.p, pp.maxBatch)})
+			ErrMessageTooLarge, len(bt), pp.p, maxBatch)})
 	}
 	half := len(recs) / 2
 	for _, sub := range [][]pendingRec{recs[:half], recs[half:]} {

@@ -87,3 +87,19 @@ func (b *Broker) SetPartitionCount(name string, total int32) error {
 	_, err := b.AddPartitions(name, total)
 	return err
 }
+
+// AlterTopicInfo is AlterTopicConfig answering in the topic package's
+// terms, for a Kafka client's IncrementalAlterConfigs and AlterConfigs.
+func (b *Broker) AlterTopicInfo(name string, validateOnly bool, change func(*topic.Config) error) (topic.Info, error) {
+	in, err := b.AlterTopicConfig(name, validateOnly, change)
+	if err != nil {
+		return topic.Info{}, err
+	}
+	out, err := b.TopicInfo(name)
+	if err != nil {
+		return topic.Info{}, err
+	}
+	out.Config = in.Config
+	out.Config.Partitions = int32(len(in.Partitions))
+	return out, nil
+}

@@ -97,7 +97,10 @@ type Log struct {
 	dir     string
 	opts    Options
 	segOpts segment.Options
-	caps    *ResourceCaps
+	// retention overrides opts' retention rules once SetRetention is
+	// called.
+	retention atomic.Pointer[retentionRule]
+	caps      *ResourceCaps
 
 	// appendMu serialises appends and guards the fields up to syncMu. It is
 	// held while batches are written to the active segment, never across an

@@ -79,6 +79,7 @@ func (l *Log) deleteOldLocked(now time.Time, byRules bool) (int, error) {
 	sn := l.snap.Load()
 	active := l.active
 	l.appendMu.Unlock()
+	retBytes, retAge := l.retentionRules()
 
 	var all []*segEntry
 	sn.segs.Ascend(func(e *segEntry) bool {
@@ -86,7 +87,7 @@ func (l *Log) deleteOldLocked(now time.Time, byRules bool) (int, error) {
 		return true
 	})
 	var total int64
-	if byRules && l.opts.RetentionBytes > 0 {
+	if byRules && retBytes > 0 {
 		for _, e := range all {
 			size, err := l.segSize(e)
 			if err != nil {
@@ -105,19 +106,19 @@ func (l *Log) deleteOldLocked(now time.Time, byRules bool) (int, error) {
 		}
 		del := all[i+1].base <= sn.start
 		var size int64
-		if byRules && l.opts.RetentionBytes > 0 {
+		if byRules && retBytes > 0 {
 			var err error
 			if size, err = l.segSize(e); err != nil {
 				return 0, err
 			}
-			del = del || total-size >= l.opts.RetentionBytes
+			del = del || total-size >= retBytes
 		}
-		if byRules && !del && l.opts.RetentionAge > 0 {
+		if byRules && !del && retAge > 0 {
 			ts, err := l.segMaxTimestamp(e)
 			if err != nil {
 				return 0, err
 			}
-			del = ts >= 0 && now.UnixMilli()-ts > l.opts.RetentionAge.Milliseconds()
+			del = ts >= 0 && now.UnixMilli()-ts > retAge.Milliseconds()
 		}
 		if !del {
 			break
@@ -191,4 +192,31 @@ func (l *Log) segMaxTimestamp(e *segEntry) (int64, error) {
 		return 0, markCorrupt(fmt.Errorf("log: retention: %w", err))
 	}
 	return ts, nil
+}
+
+// retentionRule is a retention set on an open log (SetRetention).
+type retentionRule struct {
+	bytes int64
+	age   time.Duration
+}
+
+// retentionRules returns the size and age rules in force: the last
+// SetRetention's, or the options the log opened with.
+func (l *Log) retentionRules() (int64, time.Duration) {
+	if r := l.retention.Load(); r != nil {
+		return r.bytes, r.age
+	}
+	return l.opts.RetentionBytes, l.opts.RetentionAge
+}
+
+// SetRetention changes the size and age rules of an open log, in
+// Options.RetentionBytes's and RetentionAge's terms (0 bytes: no size
+// rule; a negative age: no age rule; a zero age takes the default). They
+// apply from the next retention pass (EnforceRetention or the periodic
+// one); a reopen takes them from its Options again.
+func (l *Log) SetRetention(bytes int64, age time.Duration) {
+	if age == 0 {
+		age = DefaultRetentionAge
+	}
+	l.retention.Store(&retentionRule{bytes: bytes, age: age})
 }

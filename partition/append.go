@@ -71,8 +71,8 @@ func (p *Partition) AppendBatch(ctx context.Context, batch []byte) (AppendResult
 		}
 		bt = re
 	}
-	if len(bt) > p.maxBatch {
-		return AppendResult{}, fmt.Errorf("%w: %s: batch of %d bytes, the topic's limit is %d", ErrMessageTooLarge, p, len(bt), p.maxBatch)
+	if maxBatch := p.MaxBatchBytes(); len(bt) > maxBatch {
+		return AppendResult{}, fmt.Errorf("%w: %s: batch of %d bytes, the topic's limit is %d", ErrMessageTooLarge, p, len(bt), maxBatch)
 	}
 	if p.repl != nil {
 		if err := p.repl.BeforeAppend(p); err != nil {

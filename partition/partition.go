@@ -25,9 +25,12 @@ type Partition struct {
 	topic    string
 	id       topic.ID
 	index    int32
-	cfg      topic.Config // with every default spelled out
+	cfg      atomic.Pointer[topic.Config] // with every default spelled out; Reconfigure replaces it
 	log      *log.Log
-	maxBatch int // the largest batch the partition stores (max.message.bytes)
+	maxBatch atomic.Int64 // the largest batch the partition stores (max.message.bytes)
+	// logMaxBatch is the largest batch the log (and its segments) opened
+	// to accept: Reconfigure cannot raise maxBatch above it.
+	logMaxBatch int
 	// codec is the topic's storage codec; keep is set for
 	// CompressionProducer, which stores batches as the producer built them.
 	codec         record.Codec
@@ -105,12 +108,14 @@ func Open(fsys vfs.FS, dir string, in topic.Info, index int32, st log.State, opt
 	}
 	cfg := in.Config.WithDefaults()
 	p := &Partition{
-		topic: in.Name, id: in.ID, index: index, cfg: cfg, log: l,
-		maxBatch:      maxBatchBytes(cfg),
+		topic: in.Name, id: in.ID, index: index, log: l,
+		logMaxBatch:   lo.MaxBatchBytes,
 		logAppendTime: cfg.TimestampType == topic.LogAppendTime,
 		logger:        o.Logger, metrics: o.Metrics, snaps: o.Snapshots, repl: o.Replication, now: o.Now,
 		seqLocks: map[int64]*seqLock{},
 	}
+	p.cfg.Store(&cfg)
+	p.maxBatch.Store(int64(lo.MaxBatchBytes))
 	if c, ok := cfg.Compression.Codec(); ok {
 		p.codec = c
 	} else {
@@ -129,11 +134,55 @@ func Open(fsys vfs.FS, dir string, in topic.Info, index int32, st log.State, opt
 func (p *Partition) Topic() string        { return p.topic }
 func (p *Partition) Index() int32         { return p.index }
 func (p *Partition) TopicID() topic.ID    { return p.id }
-func (p *Partition) Config() topic.Config { return p.cfg }
+func (p *Partition) Config() topic.Config { return *p.cfg.Load() }
 
 // MaxBatchBytes returns the largest batch the partition stores: the
-// topic's max.message.bytes, capped by its segment size.
-func (p *Partition) MaxBatchBytes() int { return p.maxBatch }
+// topic's max.message.bytes, capped by its segment size. Reconfigure may
+// change it: a writer that caches it re-reads it.
+func (p *Partition) MaxBatchBytes() int { return int(p.maxBatch.Load()) }
+
+// Reconfigure applies a topic's new configuration to the open partition.
+// Only what the partition and its log apply live may differ from the
+// current configuration: max.message.bytes (up to what the log opened to
+// accept: min(max.message.bytes, segment.bytes) at open), retention.ms and
+// retention.bytes. Any other difference is refused with an error wrapping
+// ErrInvalidConfig and ErrNotLive, and nothing changes. The caller makes
+// the configuration durable (the catalog) before or after, as its order
+// of failure demands; the partition only holds it in memory.
+func (p *Partition) Reconfigure(cfg topic.Config) error {
+	next, err := p.CheckReconfigure(cfg)
+	if err != nil {
+		return err
+	}
+	lo, err := logOptions(next, &Options{}, false)
+	if err != nil {
+		return err
+	}
+	p.log.SetRetention(lo.RetentionBytes, lo.RetentionAge)
+	p.maxBatch.Store(int64(maxBatchBytes(next)))
+	p.cfg.Store(&next)
+	return nil
+}
+
+// CheckReconfigure reports whether Reconfigure would accept cfg, changing
+// nothing, and returns cfg with its defaults spelled out.
+func (p *Partition) CheckReconfigure(cfg topic.Config) (topic.Config, error) {
+	if err := ValidateConfig(cfg); err != nil {
+		return topic.Config{}, err
+	}
+	next := cfg.WithDefaults()
+	cur := *p.cfg.Load()
+	live := cur
+	live.MaxMessageBytes, live.RetentionAge, live.RetentionBytes = next.MaxMessageBytes, next.RetentionAge, next.RetentionBytes
+	live.Partitions = next.Partitions
+	if live != next {
+		return topic.Config{}, fmt.Errorf("%w: %w: %s: only max.message.bytes, retention.ms and retention.bytes change while the partition is open", ErrInvalidConfig, ErrNotLive, p)
+	}
+	if mb := maxBatchBytes(next); mb > p.logMaxBatch {
+		return topic.Config{}, fmt.Errorf("%w: %w: %s: max.message.bytes %d is above the %d bytes the log opened with (it applies from the next open)", ErrInvalidConfig, ErrNotLive, p, next.MaxMessageBytes, p.logMaxBatch)
+	}
+	return next, nil
+}
 
 // String returns "<topic>-<partition>", the name of its directory.
 func (p *Partition) String() string { return p.topic + "-" + strconv.Itoa(int(p.index)) }

@@ -25,6 +25,13 @@ type Backend interface {
 	// CreateTopicInfo creates a topic (Kafka's rules on names; zero
 	// Config fields take the defaults) and returns it once it is durable.
 	CreateTopicInfo(name string, cfg topic.Config) (topic.Info, error)
+	// AlterTopicInfo changes a topic's configuration while its partitions
+	// are open (IncrementalAlterConfigs, AlterConfigs): change edits a copy
+	// of the current one. A change the open partitions cannot apply is
+	// refused with an error wrapping topic.ErrInvalidConfig (and
+	// partition.ErrNotLive); with validateOnly nothing is written. It
+	// returns the topic with the new configuration once it is durable.
+	AlterTopicInfo(name string, validateOnly bool, change func(*topic.Config) error) (topic.Info, error)
 	// DeleteTopic deletes a topic and its records (DeleteTopics);
 	// internal topics are refused.
 	DeleteTopic(name string) error

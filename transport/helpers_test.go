@@ -113,6 +113,36 @@ func (b *testBackend) CreateTopicInfo(name string, cfg topic.Config) (topic.Info
 	return in, nil
 }
 
+func (b *testBackend) AlterTopicInfo(name string, validateOnly bool, change func(*topic.Config) error) (topic.Info, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	tt, ok := b.topics[name]
+	if !ok {
+		return topic.Info{}, fmt.Errorf("%w: %q", topic.ErrNotFound, name)
+	}
+	cfg := tt.info.Config
+	if err := change(&cfg); err != nil {
+		return topic.Info{}, err
+	}
+	for _, p := range tt.parts {
+		if _, err := p.CheckReconfigure(cfg); err != nil {
+			return topic.Info{}, err
+		}
+	}
+	in := tt.info
+	in.Config = cfg.WithDefaults()
+	if validateOnly {
+		return in, nil
+	}
+	for _, p := range tt.parts {
+		if err := p.Reconfigure(cfg); err != nil {
+			return topic.Info{}, err
+		}
+	}
+	tt.info = in
+	return in, nil
+}
+
 func (b *testBackend) DeleteTopic(name string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()

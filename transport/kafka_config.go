@@ -5,7 +5,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/foliolog/folio/errs"
 	"github.com/foliolog/folio/topic"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Topic configurations over the wire use Kafka's names and units
@@ -146,4 +149,52 @@ func (s *Server) brokerConfigs() []kafkaConfig {
 		{"min.insync.replicas", "1", sourceDefault, true},
 		{"broker.id", strconv.FormatInt(int64(s.opts.NodeID), 10), sourceBroker, true},
 	}
+}
+
+// defaultKafkaValues returns the default of every key Folio acts on, in
+// Kafka's form, by name.
+func defaultKafkaValues() map[string]string {
+	out := map[string]string{}
+	for _, kv := range kafkaValues(topic.Config{}) {
+		out[kv[0]] = kv[1]
+	}
+	return out
+}
+
+// resetKafkaConfig sets key back to its default (IncrementalAlterConfigs
+// DELETE). An accepted key is not stored, so there is nothing to reset;
+// an unknown one is an error naming it.
+func resetKafkaConfig(cfg *topic.Config, key string, defaults map[string]string) error {
+	if _, ok := acceptedKeys[key]; ok {
+		return nil
+	}
+	v, ok := defaults[key]
+	if !ok {
+		return fmt.Errorf("%w: unknown topic config %q", topic.ErrInvalidConfig, key)
+	}
+	return setKafkaConfig(cfg, key, v)
+}
+
+// alterResource alters one resource of an AlterConfigs or
+// IncrementalAlterConfigs request and returns its error code and message:
+// topics through the Backend; the broker's configs are read-only
+// (INVALID_REQUEST, as for any other resource type); a resource named
+// twice in one request is INVALID_REQUEST (Kafka's rule).
+func alterResource(rc *reqCtx, typ kmsg.ConfigResourceType, name string, times int, validateOnly bool, change func(*topic.Config) error) (int16, *string) {
+	fail := func(code int16, err error) (int16, *string) {
+		msg := err.Error()
+		return code, &msg
+	}
+	switch {
+	case times > 1:
+		return fail(kerr.InvalidRequest.Code, fmt.Errorf("resource %s %q named %d times", typ, name, times))
+	case typ == kmsg.ConfigResourceTypeBroker:
+		return fail(kerr.InvalidRequest.Code, fmt.Errorf("the broker's configs are read-only (server options)"))
+	case typ != kmsg.ConfigResourceTypeTopic:
+		return fail(kerr.InvalidRequest.Code, fmt.Errorf("resource type %s cannot be altered", typ))
+	}
+	if _, err := rc.s.b.AlterTopicInfo(name, validateOnly, change); err != nil {
+		return fail(errs.Code(err), err)
+	}
+	return 0, nil
 }
