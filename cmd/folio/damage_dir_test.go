@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io/fs"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/foliolog/folio"
+	folog "github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/segment"
 )
@@ -226,6 +228,7 @@ func readAllParts(t *testing.T, b *folio.Broker, stuck map[dmgPart]error, limit 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
+	passed := map[string]bool{} // damaged ranges reported, by file and first offset
 	for len(left) > 0 {
 		out, err := c.Poll(ctx)
 		for _, r := range out {
@@ -241,6 +244,14 @@ func readAllParts(t *testing.T, b *folio.Broker, stuck map[dmgPart]error, limit 
 		if err != nil {
 			if stuck == nil || !folio.IsCorrupt(err) {
 				t.Fatalf("reading the partitions (left: %v): %v", left, err)
+			}
+			// A damaged range the log located is reported once and the
+			// next Poll passes over it (issue 11 item 5): read on, unless
+			// the same range comes back.
+			var dr *folog.DamagedRangeError
+			if errors.As(err, &dr) && !passed[dr.Path+"@"+fmt.Sprint(dr.From)] {
+				passed[dr.Path+"@"+fmt.Sprint(dr.From)] = true
+				continue
 			}
 			done := false
 			for p := range left {
@@ -373,9 +384,9 @@ func (c dmgCase) String() string {
 // "shutdown/kind/damage".
 var knownFailures = func() map[string]string {
 	const (
-		item1 = "issue 11 item 1, branch damage-log: a leftover .log.swap replaces the intact segment unchecked"
-		item3 = "issue 11 item 3, branch damage-log: a missing, emptied or renamed segment is a silent gap for verify and open, a stray one past the end is adopted"
-		item5 = "issue 11 item 5, branch damage-log: a damaged segment is a dead end for readers (or recovery cuts everything after the damage)"
+		item1 = "issue 11 item 1: a leftover .log.swap (fixed on main: swap-commit marker; kept until the whole table is re-checked)"
+		item3 = "issue 11 item 3: verify does not name a missing, emptied or renamed segment, and a clean open does not check the middle of the chain"
+		item5 = "issue 11 item 5: a batch whose framing holds but whose CRC fails keeps the consumer at it (Kafka's behaviour, item 2) instead of being passed over like a located damaged range, and an unclean open cuts an active segment after a damaged batch"
 	)
 	m := map[string]string{}
 	for _, k := range []string{kSealedLog, kActiveLog, kOffsetsLog} {
