@@ -54,7 +54,11 @@
 // max.message.bytes is produced whatever -batch-bytes says.
 //
 //	folio serve [-listen HOST:PORT] [-advertise HOST:PORT] [-partitions N] [-no-auto-create] [-v]
-//	            [-tls-cert FILE -tls-key FILE [-tls-client-ca FILE]] [-sasl-users FILE]
+//	            [-tls-cert FILE -tls-key FILE [-tls-client-ca FILE]] [-sasl-users FILE] [-http HOST:PORT]
+//
+// With -http it also serves the read-only web console (package console) of
+// the same Broker and prints "console on http://ADDR/" after the listening
+// line.
 //
 // Serves the data directory to Kafka clients over TCP (package transport):
 // produce, fetch, offsets, metadata, idempotent producers. It takes the

@@ -11,10 +11,12 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/foliolog/folio/console"
 	"github.com/foliolog/folio/transport"
 )
 
@@ -28,7 +30,7 @@ const shutdownGrace = 30 * time.Second
 // stderr, and at the signal stops accepting, lets requests finish and
 // closes the Broker (checkpoint, clean-shutdown marker).
 func runServe(e env, args []string) (err error) {
-	fs, dir := newFlags(e, "serve", "serve [-dir D] [-listen HOST:PORT] [-advertise HOST:PORT] [-tls-cert F -tls-key F [-tls-client-ca F]]")
+	fs, dir := newFlags(e, "serve", "serve [-dir D] [-listen HOST:PORT] [-advertise HOST:PORT] [-http HOST:PORT] [-tls-cert F -tls-key F [-tls-client-ca F]]")
 	listen := fs.String("listen", "localhost:9092", "the address to accept Kafka clients on (port 0: any free port, printed)")
 	advertise := fs.String("advertise", "", "the host:port clients are told to connect to (default: the listening address)")
 	partitions := fs.Int("partitions", transport.DefaultAutoCreatePartitions, "partitions of a topic a client creates by naming it (Kafka's num.partitions)")
@@ -38,6 +40,7 @@ func runServe(e env, args []string) (err error) {
 	keyFile := fs.String("tls-key", "", "the PEM private key of -tls-cert")
 	clientCA := fs.String("tls-client-ca", "", "require client certificates signed by a CA in this PEM file")
 	saslUsers := fs.String("sasl-users", "", "require SASL (PLAIN, SCRAM-SHA-256/512) with the users of this file (lines from folio sasl-user)")
+	httpAddr := fs.String("http", "", "also serve the read-only web console on this address (port 0: any free port, printed)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -71,6 +74,13 @@ func runServe(e env, args []string) (err error) {
 		return err
 	}
 	defer l.Close()
+	var hl net.Listener
+	if *httpAddr != "" {
+		if hl, err = net.Listen("tcp", *httpAddr); err != nil {
+			return err
+		}
+		defer hl.Close()
+	}
 	b, err := openBroker(e, *dir, true)
 	if err != nil {
 		return err
@@ -87,6 +97,24 @@ func runServe(e env, args []string) (err error) {
 	go func() { served <- s.Serve(context.Background(), l) }()
 	fmt.Fprintf(e.stdout, "listening on %s\n", l.Addr())
 	logger.Info("folio serve: serving", "dir", *dir, "addr", l.Addr().String())
+	if hl != nil {
+		// The console reads the serving Broker; it never writes.
+		hs := &http.Server{Handler: console.New(b, nil), ReadHeaderTimeout: 10 * time.Second}
+		hdone := make(chan struct{})
+		go func() {
+			defer close(hdone)
+			if err := hs.Serve(hl); !errors.Is(err, http.ErrServerClosed) {
+				logger.Error("folio serve: console", "err", err)
+			}
+		}()
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = hs.Shutdown(ctx)
+			<-hdone
+		}()
+		fmt.Fprintf(e.stdout, "console on http://%s/\n", hl.Addr())
+	}
 	select {
 	case <-e.ctx.Done():
 		logger.Info("folio serve: shutting down")

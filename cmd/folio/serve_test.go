@@ -6,6 +6,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +26,7 @@ type server struct {
 	addr   string
 	stderr *bytes.Buffer
 	exited chan struct{}
+	more   chan string // the lines of stdout after the first
 }
 
 // startServe starts folio serve on dir and waits for its "listening on"
@@ -36,7 +38,7 @@ func startServe(t *testing.T, dir string, args ...string) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &server{cmd: cmd, stderr: &bytes.Buffer{}, exited: make(chan struct{})}
+	s := &server{cmd: cmd, stderr: &bytes.Buffer{}, exited: make(chan struct{}), more: make(chan string, 16)}
 	cmd.Stderr = s.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -52,6 +54,12 @@ func startServe(t *testing.T, dir string, args ...string) *server {
 			lines <- sc.Text()
 		}
 		close(lines)
+		for sc.Scan() {
+			select {
+			case s.more <- sc.Text():
+			default: // nobody reads them
+			}
+		}
 		io.Copy(io.Discard, stdout)
 		cmd.Wait()
 		close(s.exited)
@@ -169,5 +177,55 @@ func TestServeSASL(t *testing.T) {
 		if (err == nil) != ok {
 			t.Fatalf("password %q: %v", pass, err)
 		}
+	}
+}
+
+// TestServeConsole: serve -http serves the read-only console of the
+// directory it serves to Kafka clients, and prints its address.
+func TestServeConsole(t *testing.T) {
+	s := startServe(t, t.TempDir(), "-http", "127.0.0.1:0")
+	var url string
+	select {
+	case line := <-s.more:
+		var ok bool
+		if url, ok = strings.CutPrefix(line, "console on "); !ok {
+			t.Fatalf("second line %q, want \"console on URL\"", line)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("no console line within a minute; stderr: %s", s.stderr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.addr), kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic("shown-topic"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "shown-topic") {
+		t.Fatalf("GET %s: %s, the page does not show the topic a client produced to:\n%.2000s", url, resp.Status, body)
+	}
+	cl.Close()
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.exited:
+	case <-time.After(time.Minute):
+		t.Fatal("serve did not exit within a minute of SIGTERM")
+	}
+	if code := s.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("serve -http exited %d after SIGTERM; stderr: %s", code, s.stderr)
 	}
 }
