@@ -308,7 +308,7 @@ func TestHoleAndStraySegment(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := fails(t, 1, []string{"corrupt"}, "", "verify", "-dir", dir)
-	hole := fmt.Sprintf("PROBLEM %s: offsets %d to %d are missing", segment.LogPath(pdir, bases[2]), bases[1], bases[2]-1)
+	hole := fmt.Sprintf("PROBLEM %s: missing: offsets %d to %d are in no segment", segment.LogPath(pdir, bases[1]), bases[1], bases[2]-1)
 	if !strings.Contains(r.stdout, hole) || !strings.Contains(r.stdout, "PROBLEM "+stray) {
 		t.Errorf("verify does not name the hole (%q) and the stray:\n%s", hole, r.stdout)
 	}

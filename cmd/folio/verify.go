@@ -203,11 +203,20 @@ func (v *verifier) partition(dir string, maxBatch int, cleanEnd int64) error {
 		return err
 	}
 	logs := map[int64]bool{}
-	marker := false // a compaction swap under way (or cut short) explains .deleted files
+	indexed := map[int64]bool{}     // bases with a .index or .timeindex
+	renamed := map[int64][]string{} // bases' .log files under a transient suffix
+	marker := false                 // a compaction swap under way (or cut short) explains .deleted files
 	for _, e := range entries {
 		marker = marker || e.Name() == folog.SwapCommitFile
-		if base, suffix, ok := segment.ParseFileName(e.Name()); ok && suffix == segment.LogSuffix {
+		base, suffix, ok := segment.ParseFileName(e.Name())
+		switch {
+		case !ok:
+		case suffix == segment.LogSuffix:
 			logs[base] = true
+		case suffix == segment.IndexSuffix || suffix == segment.TimeIndexSuffix:
+			indexed[base] = true
+		case strings.HasPrefix(suffix, segment.LogSuffix+"."):
+			renamed[base] = append(renamed[base], e.Name())
 		}
 	}
 	swaps, markerErr, err := folog.CheckSwaps(nil, dir)
@@ -248,7 +257,7 @@ func (v *verifier) partition(dir string, maxBatch int, cleanEnd int64) error {
 			v.note(fmt.Sprintf("%s: not a segment file", p))
 		case suffix == segment.LogSuffix:
 		case suffix == segment.IndexSuffix || suffix == segment.TimeIndexSuffix:
-			if !logs[base] {
+			if !logs[base] && marker {
 				v.note(fmt.Sprintf("%s: index without its .log (removed at the next open)", p))
 			}
 		case strings.HasSuffix(suffix, segment.StraySuffix):
@@ -266,19 +275,36 @@ func (v *verifier) partition(dir string, maxBatch int, cleanEnd int64) error {
 	if err != nil {
 		return err
 	}
+	// missing names the .log that should hold offsets from..to and any
+	// file of that base under a transient suffix (a rename no step of the
+	// log leaves in place of a live segment).
+	reported := map[int64]bool{}
+	missing := func(from int64) string {
+		reported[from] = true
+		msg := segment.LogPath(dir, from)
+		if r := renamed[from]; len(r) > 0 {
+			msg += fmt.Sprintf(" (found renamed %s)", strings.Join(r, ", "))
+		}
+		return msg
+	}
 	prevEnd := int64(-1)
 	prevWhole := true // the previous segment's end is known: no damage cut its valid prefix short
 	for i, base := range bases {
 		v.segments++
+		last := i == len(bases)-1
 		if base < prevEnd {
 			v.problem(fmt.Sprintf("%s: base offset %d overlaps the previous segment, which ends at offset %d",
 				segment.LogPath(dir, base), base, prevEnd))
 		}
 		if i > 0 && base > prevEnd && prevWhole {
-			v.problem(fmt.Sprintf("%s: offsets %d to %d are missing: the previous segment ends at offset %d, this one starts at %d (the next open fills the hole; its records are lost)",
-				segment.LogPath(dir, base), prevEnd, base-1, prevEnd, base))
+			v.problem(fmt.Sprintf("%s: missing: offsets %d to %d are in no segment: the previous segment ends at offset %d, %s starts at %d (the next open fills the hole; its records are lost)",
+				missing(prevEnd), prevEnd, base-1, prevEnd, segment.FileName(base, segment.LogSuffix), base))
 		}
-		end, whole, err := v.segment(dir, base, i == len(bases)-1, maxBatch)
+		if fi, err := os.Stat(segment.LogPath(dir, base)); err == nil && fi.Size() == 0 && !last {
+			reported[base] = true
+			v.problem(fmt.Sprintf("%s: empty, in a segment that is not the last (its records are lost)", segment.LogPath(dir, base)))
+		}
+		end, whole, err := v.segment(dir, base, last, maxBatch)
 		if err != nil {
 			return err
 		}
@@ -294,6 +320,16 @@ func (v *verifier) partition(dir string, maxBatch int, cleanEnd int64) error {
 			}
 		}
 		prevEnd = max(prevEnd, end)
+	}
+	// A segment's indexes without its .log: no step of the log leaves
+	// them so (a delete renames the .log and its indexes before one sync
+	// of the directory; a roll creates all three before one), so the
+	// .log was removed or renamed, be it the last one or the only one.
+	// A compaction swap under way explains it.
+	for base := range indexed {
+		if !logs[base] && !reported[base] && !marker {
+			v.problem(fmt.Sprintf("%s: missing: its indexes are here, the .log is not (its records are lost; the next open removes the indexes)", missing(base)))
+		}
 	}
 	return nil
 }
