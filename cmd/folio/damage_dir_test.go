@@ -410,6 +410,9 @@ var knownFailures = func() map[string]string {
 	// An emptied sealed segment: verify names it, the open keeps it in
 	// the chain (the hole stays).
 	m[kSealedLog+"/empty:verify-after"] = item3
+	// A sealed segment cut inside a batch: the read passes over the
+	// damaged range, but the hole stays in the chain for verify.
+	m[kSealedLog+"/truncate:verify-after"] = item5
 	// A zero-filled segment far past the end, beside any segment file.
 	m["*/stray:end"] = item3
 	m["*/stray:verify-after"] = item3
