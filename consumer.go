@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"math"
 	"reflect"
 	"slices"
 	"sort"
@@ -491,12 +490,7 @@ type pollPart struct {
 // offsets missing between segments: an error wrapping a
 // *log.DamagedRangeError that names the file, the byte position and the
 // offsets) is reported so once, and the Poll after it passes over it to the
-// next valid batch, as over a compaction gap. So is a batch whose framing
-// holds but whose CRC fails: the error names the partition and the
-// offsets its header claims, and the Poll after it resumes past the
-// batch's last offset (capped by the next batch's base offset, since the
-// failed CRC covers the last offset delta). A Seek back to a passed-over
-// batch meets and reports it again.
+// next valid batch, as over a compaction gap.
 func (c *Consumer) Poll(ctx context.Context) ([]Record, error) {
 	c.pollMu.Lock()
 	defer c.pollMu.Unlock()
@@ -585,57 +579,9 @@ type deferredErr struct {
 // from there passes over it. Only Poll (under pollMu) calls it.
 func markReported(err error, ap *assignedPart, pos int64) {
 	var dr *log.DamagedRangeError
-	var db *damagedBatchError
-	if errors.As(err, &dr) || errors.As(err, &db) {
+	if errors.As(err, &dr) {
 		ap.reported = pos + 1
 	}
-}
-
-// damagedBatchError is a batch whose framing holds (its header checks and
-// its length lies within the read) but whose CRC fails: Poll reports it
-// once, naming the partition and the offsets the header claims, and the
-// next Poll passes over it as over a located damaged range.
-type damagedBatchError struct {
-	part         string
-	From, Resume int64 // the batch's offsets are From to Resume-1
-	size         int   // the batch's bytes
-	err          error // what record.Parse said
-}
-
-func (e *damagedBatchError) Error() string {
-	return fmt.Sprintf("folio: %s: the batch at offsets %d to %d is damaged: %v; reading resumes at %d", e.part, e.From, e.Resume-1, e.err, e.Resume)
-}
-
-func (e *damagedBatchError) Unwrap() error { return errs.Mark(e.err, ErrCorrupt) }
-
-// framedBatch tells whether the batch at the start of buf, which
-// record.Parse refused with err, is framed (a whole batch whose header
-// checks, so its offsets and size can be trusted to pass over it) and if
-// so describes it. The last offset delta is covered by the CRC that
-// failed, so the resume point is capped by the next batch's base offset
-// when the read holds a framed one, and never falls below pos.
-func framedBatch(buf []byte, err error, pos int64) (*damagedBatchError, bool) {
-	if !errors.Is(err, record.ErrCorrupt) || errors.Is(err, record.ErrShortBatch) {
-		return nil, false
-	}
-	size, herr := record.CheckHeader(buf)
-	if herr != nil || size > len(buf) {
-		return nil, false
-	}
-	b := record.Batch(buf[:size])
-	base := b.BaseOffset()
-	if base < 0 || base > math.MaxInt64-int64(b.LastOffsetDelta())-1 {
-		return nil, false
-	}
-	resume := b.LastOffset() + 1
-	if next := buf[size:]; len(next) >= record.HeaderSize {
-		if _, nerr := record.CheckHeader(next); nerr == nil {
-			if nb := record.Batch(next).BaseOffset(); nb > base && nb < resume {
-				resume = nb
-			}
-		}
-	}
-	return &damagedBatchError{From: base, Resume: max(resume, pos), size: size, err: err}, true
 }
 
 // takeDeferred returns the error an earlier Poll deferred and forgets it;
@@ -729,27 +675,11 @@ func (c *Consumer) decode(pp *pollPart, v *readpath.View, recs []Record) ([]Reco
 		for len(buf) > 0 && len(recs) < c.opts.MaxPollRecords {
 			// A damaged batch costs only itself: the records of the batches
 			// before it are returned, and the position stays at its start,
-			// where the next Poll meets the damage again (and passes over
-			// a framed batch whose CRC fails, once reported).
+			// where the next Poll meets the damage again.
 			nBatch, posBatch, movedBatch := len(recs), pp.pos, pp.moved
 			bt, rest, err := record.Parse(buf)
 			if err != nil {
-				db, ok := framedBatch(buf, err, pp.pos)
-				if !ok {
-					return fmt.Errorf("folio: %s: %w", p, errs.Mark(err, ErrCorrupt))
-				}
-				if pp.ap.reported != pp.pos+1 {
-					db.part = p.String()
-					return db
-				}
-				// Reported by the last Poll: pass over it, as over a
-				// compaction gap.
-				pp.ap.reported = 0
-				buf = buf[db.size:]
-				if db.Resume > pp.pos {
-					pp.pos, pp.moved = db.Resume, true
-				}
-				continue
+				return fmt.Errorf("folio: %s: %w", p, errs.Mark(err, ErrCorrupt))
 			}
 			buf = rest
 			if bt.LastOffset() < pp.pos {
