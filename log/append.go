@@ -79,19 +79,7 @@ func (l *Log) Append(batches ...record.Batch) (first, last int64, err error) {
 		}
 	}
 	last = l.next - 1
-	target, gen, needSync := l.afterAppendLocked()
-	if needSync {
-		l.syncWaiters++
-	}
-	l.appendMu.Unlock()
-
-	if needSync {
-		err = l.syncTo(target, gen)
-		l.appendMu.Lock()
-		l.syncWaiters--
-		l.appendMu.Unlock()
-	}
-	return first, last, err
+	return first, last, l.finishAppendLocked()
 }
 
 // checkBatch refuses what the segment would refuse, before anything is
@@ -259,4 +247,23 @@ func (l *Log) afterAppendLocked() (target, gen int64, needSync bool) {
 
 func (l *Log) newEntry(seg *segment.Segment) *segEntry {
 	return &segEntry{capEntry: capEntry{closer: seg, owner: &l.openSealed}, base: seg.BaseOffset(), seg: seg}
+}
+
+// finishAppendLocked ends an append that holds appendMu: it publishes what
+// was written, releases appendMu, and waits for the fsync the flush policy
+// asks before an acknowledgement (counted in syncWaiters meanwhile).
+func (l *Log) finishAppendLocked() error {
+	target, gen, needSync := l.afterAppendLocked()
+	if needSync {
+		l.syncWaiters++
+	}
+	l.appendMu.Unlock()
+	if !needSync {
+		return nil
+	}
+	err := l.syncTo(target, gen)
+	l.appendMu.Lock()
+	l.syncWaiters--
+	l.appendMu.Unlock()
+	return err
 }

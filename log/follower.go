@@ -87,19 +87,7 @@ func (l *Log) AppendFollower(batches ...record.Batch) (first, last int64, err er
 		}
 	}
 	last = l.next - 1
-	target, gen, needSync := l.afterAppendLocked()
-	if needSync {
-		l.syncWaiters++
-	}
-	l.appendMu.Unlock()
-
-	if needSync {
-		err = l.syncTo(target, gen)
-		l.appendMu.Lock()
-		l.syncWaiters--
-		l.appendMu.Unlock()
-	}
-	return first, last, err
+	return first, last, l.finishAppendLocked()
 }
 
 // appendFollowerOneLocked writes one batch as it is, at its own base offset
