@@ -196,7 +196,7 @@ func (s *Segment) loadReadOnlyLocked() error {
 	if s.follow {
 		t, err = s.loadFollowed(f, fi.Size())
 	} else {
-		t, err = s.loadSealedRO(f, fi.Size())
+		t, err = s.openIndexes(f, fi.Size(), false) // rebuilt in memory if need be
 	}
 	if err != nil {
 		return errors.Join(err, s.closeFiles(f))
@@ -204,37 +204,6 @@ func (s *Segment) loadReadOnlyLocked() error {
 	s.files = f
 	s.tip.Store(t)
 	return nil
-}
-
-// loadSealedRO opens the indexes of a segment its writer is done with
-// read-only, as a sealed segment's, and checks them against the .log of
-// size bytes; any that is missing, fails its checks or does not match is
-// rebuilt in memory.
-func (s *Segment) loadSealedRO(f *files, size int64) (*tip, error) {
-	c := s.pinned(f, &tip{size: size})
-	defer c.free()
-	var err error
-	f.off, err = index.OpenOffset(s.fs, s.offPath, s.base, false, s.indexOpts())
-	if err == nil {
-		f.time, err = index.OpenTime(s.fs, s.timePath, s.base, false, s.indexOpts())
-	}
-	if err == nil {
-		t, rerr := c.restore(false)
-		if rerr == nil {
-			return t, nil
-		}
-		if !errors.Is(rerr, errStaleIndex) {
-			return nil, rerr
-		}
-	} else if !errors.Is(err, index.ErrCorrupt) && !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
-	}
-	s.rebuilds.Add(1)
-	x, err := s.rebuildInMemory(f, c.sc)
-	if err != nil {
-		return nil, err
-	}
-	return &x.t, nil
 }
 
 // loadFollowed loads the writer's active segment, whose .log is size bytes

@@ -423,7 +423,8 @@ func (s *Segment) loadLocked() error {
 // openIndexes opens both indexes of f (writable or read-only) and derives
 // the tip of a .log of size bytes from them; indexes that are missing, fail
 // their sanity check, or whose last entries do not match the log are
-// rebuilt from the log (and counted in IndexRebuilds).
+// rebuilt from the log (and counted in IndexRebuilds): on disk, or in
+// memory for a segment opened by OpenReadOnly, which never writes.
 func (s *Segment) openIndexes(f *files, size int64, writable bool) (*tip, error) {
 	c := s.pinned(f, &tip{size: size})
 	defer c.free()
@@ -444,7 +445,12 @@ func (s *Segment) openIndexes(f *files, size int64, writable bool) (*tip, error)
 		return nil, err
 	}
 	s.rebuilds.Add(1)
-	x, err := s.rebuildIndexes(f, c.sc, !writable)
+	var x *indexer
+	if s.ro {
+		x, err = s.rebuildInMemory(f, c.sc)
+	} else {
+		x, err = s.rebuildIndexes(f, c.sc, !writable)
+	}
 	if err != nil {
 		return nil, err
 	}
