@@ -91,21 +91,9 @@ func (g *brokerGroups) coordinator(b *Broker) (*group.Coordinator, error) {
 			return nil, fmt.Errorf("folio: %s missing after its creation", group.OffsetsTopic)
 		}
 	}
-	logs := make([]*log.Log, len(ts.parts))
-	for i, p := range ts.parts {
-		if p == nil {
-			return nil, fmt.Errorf("folio: partition %d of %s did not open", i, group.OffsetsTopic)
-		}
-		logs[i] = p.Log()
-	}
-	c, err := group.NewCoordinator(&group.Options{
-		Store:  group.LogStore(logs),
-		Topics: groupTopics{b},
-		Logger: b.logger,
-		Now:    b.opts.Now,
-	})
+	c, logs, err := b.loadCoordinator(ts)
 	if err != nil {
-		return nil, fmt.Errorf("folio: loading %s: %w", group.OffsetsTopic, err)
+		return nil, err
 	}
 	if st := c.Stats(); st.Clamped > 0 {
 		b.logger.Warn("folio: committed offsets beyond their partition's end were clamped at load", "offsets", st.Clamped)
@@ -434,21 +422,9 @@ func (b *Broker) readOnlyGroupLag(groupID string) ([]PartitionLag, error) {
 	if !ok {
 		return nil, fmt.Errorf("group %q: %w", groupID, group.ErrGroupIDNotFound)
 	}
-	logs := make([]*log.Log, len(ts.parts))
-	for i, p := range ts.parts {
-		if p == nil {
-			return nil, fmt.Errorf("folio: partition %d of %s did not open", i, group.OffsetsTopic)
-		}
-		logs[i] = p.Log()
-	}
-	c, err := group.NewCoordinator(&group.Options{
-		Store:  group.LogStore(logs),
-		Topics: groupTopics{b},
-		Logger: b.logger,
-		Now:    b.opts.Now,
-	})
+	c, _, err := b.loadCoordinator(ts)
 	if err != nil {
-		return nil, fmt.Errorf("folio: loading %s: %w", group.OffsetsTopic, err)
+		return nil, err
 	}
 	defer c.Close()
 	return c.Lag(groupID)
@@ -473,4 +449,26 @@ func (b *Broker) GroupStats() group.Stats {
 // and then its coordinator. Close calls it before the logs close.
 func (b *Broker) closeGroups() error {
 	return b.groups.close()
+}
+
+// loadCoordinator loads a group coordinator over the partitions of
+// __consumer_offsets (ts), and returns their logs with it.
+func (b *Broker) loadCoordinator(ts *topicState) (*group.Coordinator, []*log.Log, error) {
+	logs := make([]*log.Log, len(ts.parts))
+	for i, p := range ts.parts {
+		if p == nil {
+			return nil, nil, fmt.Errorf("folio: partition %d of %s did not open", i, group.OffsetsTopic)
+		}
+		logs[i] = p.Log()
+	}
+	c, err := group.NewCoordinator(&group.Options{
+		Store:  group.LogStore(logs),
+		Topics: groupTopics{b},
+		Logger: b.logger,
+		Now:    b.opts.Now,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("folio: loading %s: %w", group.OffsetsTopic, err)
+	}
+	return c, logs, nil
 }
