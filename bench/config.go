@@ -21,9 +21,10 @@ const (
 	suiteFetch       = "fetch"
 	suiteWireProduce = "wire-produce"
 	suiteWireLatency = "wire-latency"
+	suiteConns       = "conns"
 )
 
-var allSuites = []string{suiteReadPaths, suiteAppend, suiteLatency, suiteRecovery, suitePartitions, suiteFetch, suiteWireProduce, suiteWireLatency}
+var allSuites = []string{suiteReadPaths, suiteAppend, suiteLatency, suiteRecovery, suitePartitions, suiteFetch, suiteWireProduce, suiteWireLatency, suiteConns}
 
 // Modes. The default mode is the documented subset of the full matrix that
 // finishes in under three minutes on a 2-core machine.

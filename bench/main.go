@@ -95,6 +95,7 @@ var suiteFuncs = map[string]suiteFunc{
 	suiteFetch:       runFetch,
 	suiteWireProduce: runWireProduce,
 	suiteWireLatency: runWireLatency,
+	suiteConns:       runConns,
 }
 
 // runSuites runs the selected suites in order. A failing suite does not
