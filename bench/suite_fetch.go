@@ -84,7 +84,7 @@ func runFetch(ctx context.Context, e *env) ([]*table, error) {
 	}
 	var order []string
 	cells := map[string]*cell{}
-	record := func(key string, params []string, n int64, took time.Duration, d *usage) {
+	record := func(key string, params []string, n, recs int64, took time.Duration, d *usage) {
 		c := cells[key]
 		if c == nil {
 			c = &cell{params: params}
@@ -92,7 +92,7 @@ func runFetch(ctx context.Context, e *env) ([]*table, error) {
 			order = append(order, key)
 		}
 		c.mibs = append(c.mibs, float64(n)/took.Seconds()/(1<<20))
-		c.mrs = append(c.mrs, float64(data.Records)/took.Seconds()/1e6)
+		c.mrs = append(c.mrs, float64(recs)/took.Seconds()/1e6)
 		if d == nil {
 			c.cpu = append(c.cpu, nan())
 			return
@@ -124,7 +124,7 @@ func runFetch(ctx context.Context, e *env) ([]*table, error) {
 		if err != nil {
 			return nil, fmt.Errorf("raw sendfile: %w", err)
 		}
-		record("raw", []string{"raw sendfile loop", "sendfile(2)", "1 MiB calls", formatBytes(plan.Bytes)}, n, took, nil)
+		record("raw", []string{"raw sendfile loop", "sendfile(2)", "1 MiB calls", formatBytes(plan.Bytes)}, n, data["f-sendfile"].Records, took, nil)
 		for _, p := range fetchPaths {
 			topic := "f-" + p
 			for _, mb := range plan.MaxBytes {
@@ -144,17 +144,17 @@ func runFetch(ctx context.Context, e *env) ([]*table, error) {
 				if err != nil {
 					return []*table{t}, fmt.Errorf("fetch %s: %w", p, err)
 				}
-				if n != data.Bytes {
-					return []*table{t}, fmt.Errorf("%w: fetched %d bytes of %s, wrote %d", ErrMismatch, n, topic, data.Bytes)
+				if n != data[topic].Bytes {
+					return []*table{t}, fmt.Errorf("%w: fetched %d bytes of %s, wrote %d", ErrMismatch, n, topic, data[topic].Bytes)
 				}
-				record("kmsg-"+p+strconv.Itoa(int(mb)), []string{"kmsg fetcher", p, formatBytes(int64(mb)), formatBytes(plan.Bytes)}, n, took, &d)
+				record("kmsg-"+p+strconv.Itoa(int(mb)), []string{"kmsg fetcher", p, formatBytes(int64(mb)), formatBytes(plan.Bytes)}, n, data[topic].Records, took, &d)
 			}
 			e.step(suiteFetch, "kgo consumer, read.path=%s, run %d/%d", p, r+1, e.cfg.Runs)
-			n, took, d, err := measure(func() (int64, error) { return kgoConsumeAll(ctx, srv.addr, topic, data) })
+			n, took, d, err := measure(func() (int64, error) { return kgoConsumeAll(ctx, srv.addr, topic, data[topic]) })
 			if err != nil {
 				return []*table{t}, fmt.Errorf("kgo consume %s: %w", p, err)
 			}
-			record("kgo-"+p, []string{"kgo consumer", p, formatBytes(kgoFetchBytes), formatBytes(plan.Bytes)}, n, took, &d)
+			record("kgo-"+p, []string{"kgo consumer", p, formatBytes(kgoFetchBytes), formatBytes(plan.Bytes)}, n, data[topic].Records, took, &d)
 		}
 	}
 	rawMedian := summarize(cells["raw"].mibs).Median
@@ -169,7 +169,7 @@ func runFetch(ctx context.Context, e *env) ([]*table, error) {
 		}
 	}
 	t.Notes = []string{
-		fmt.Sprintf("%d records of %s values in 64-record batches per topic (one partition); %d bytes of batches, which is what the throughput and CPU columns count for every reader.", data.Records, formatBytes(int64(plan.RecSize)), data.Bytes),
+		fmt.Sprintf("%d records of %s values in 64-record batches per topic (one partition); about %s of batches, which is what the throughput and CPU columns count for every reader.", data["f-sendfile"].Records, formatBytes(int64(plan.RecSize)), formatBytes(data["f-sendfile"].Bytes)),
 		"kmsg fetcher: one connection, Fetch v11 for the fetch size (MaxBytes and partition MaxBytes) at the next offset; it reads each response into a reused buffer, parses the frame with kmsg and the batch headers for the next offset, and drops the bytes. kgo consumer: a franz-go client consuming the partition from offset 0 with FetchMaxBytes and FetchMaxPartitionBytes at " + formatBytes(kgoFetchBytes) + ", decoding every record, until it holds them all (timed from the first poll).",
 		"The raw loop sendfiles the sendfile topic's segment files into a loopback TCP socket in 1 MiB calls, to a goroutine that reads and drops them: the ceiling the server's framing and read path are compared with (\"of raw\": the run's throughput over the raw loop's median).",
 		"Sender CPU is the server child's user+system time (getrusage in the child) across the timed pass, per KiB fetched; the raw loop runs in this process beside its reader, so it has none. On loopback the sender's system time includes the TCP receive processing of the bytes it sends.",
@@ -246,9 +246,10 @@ func kgoConsumeAll(ctx context.Context, addr, topic string, data fetchData) (int
 	return data.Bytes, nil
 }
 
-// writeFetchData writes plan.Bytes of records to a topic per read path.
-func writeFetchData(dir string, plan fetchSuitePlan) (fetchData, error) {
-	var data fetchData
+// writeFetchData writes plan.Bytes of records to a topic per read path
+// and returns what each topic holds.
+func writeFetchData(dir string, plan fetchSuitePlan) (map[string]fetchData, error) {
+	data := map[string]fetchData{}
 	b, err := folio.Open(dir, nil)
 	if err != nil {
 		return data, err
@@ -289,7 +290,7 @@ func writeFetchData(dir string, plan fetchSuitePlan) (fetchData, error) {
 			written += int64(len(batch))
 			records += 64
 		}
-		data = fetchData{Records: records, Bytes: written}
+		data[name] = fetchData{Records: records, Bytes: written}
 		if err := b.Sync(name, 0); err != nil {
 			return data, err
 		}
