@@ -12,6 +12,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -139,7 +140,7 @@ func (c *conn) readLoop() error {
 				return fmt.Errorf("idle for %v", c.s.opts.IdleTimeout)
 			case n == 0 && errors.Is(err, io.EOF):
 				return nil
-			case errors.Is(err, net.ErrClosed):
+			case errors.Is(err, net.ErrClosed), clientGone(err):
 				return nil
 			}
 			return fmt.Errorf("reading a frame length: %w", err)
@@ -207,6 +208,9 @@ func (c *conn) decode(frame []byte) (*slot, kmsg.Request, *api, error) {
 		return nil, nil, nil, err
 	}
 	sl := &slot{h: h, done: make(chan struct{})}
+	if c.log.Enabled(c.ctx, slog.LevelDebug) {
+		c.log.Debug("transport: request", "api", kmsg.NameForKey(h.key), "key", h.key, "version", h.version, "client", h.clientID)
+	}
 	a, ok := lookupAPI(h.key, h.version)
 	if a == nil {
 		return nil, nil, nil, fmt.Errorf("%w: unknown API key %d (version %d)", ErrMalformed, h.key, h.version)
@@ -266,7 +270,11 @@ func (c *conn) writeLoop() {
 			if !dead {
 				c.nc.SetWriteDeadline(time.Now().Add(c.s.opts.WriteTimeout))
 				if err := sl.resp.writeTo(rw, &sl.h); err != nil {
-					if !errors.Is(err, net.ErrClosed) {
+					switch {
+					case errors.Is(err, net.ErrClosed):
+					case clientGone(err):
+						c.log.Debug("transport: client gone before its response", "api", kmsg.NameForKey(sl.h.key), "err", err)
+					default:
 						c.log.Warn("transport: writing a response; closing connection", "api", kmsg.NameForKey(sl.h.key), "err", err)
 					}
 					dead = true
@@ -280,6 +288,13 @@ func (c *conn) writeLoop() {
 		}
 		<-c.sem
 	}
+}
+
+// clientGone reports whether err says the client closed its end (a
+// reset, a broken pipe): a client that exits with requests in flight
+// (kcat -e does) is no server problem to warn about.
+func clientGone(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // response is a response ready to be written.
