@@ -289,6 +289,38 @@ func sameRecords(t *testing.T, got, want []folio.Record) {
 	}
 }
 
+// sameRecordsByKey is sameRecords for records whose partitions and
+// offsets a client chose: want, in the order written, has distinct keys;
+// got must hold each once, byte for byte, each partition in the order
+// written.
+func sameRecordsByKey(t *testing.T, got, want []folio.Record) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%d records, want %d", len(got), len(want))
+	}
+	byKey := map[string]int{}
+	for i, w := range want {
+		byKey[string(w.Key)] = i
+	}
+	last := map[int32]int{}
+	for _, g := range got {
+		i, ok := byKey[string(g.Key)]
+		if !ok {
+			t.Fatalf("record at %d/%d has a key not written, or twice: %q", g.Partition, g.Offset, g.Key)
+		}
+		delete(byKey, string(g.Key))
+		w := want[i]
+		w.Partition, w.Offset = g.Partition, g.Offset
+		if err := diffRecord(g, w); err != nil {
+			t.Fatalf("record %d at %d/%d: %v\ngot  %+v\nwant %+v", i, g.Partition, g.Offset, err, g, w)
+		}
+		if prev, ok := last[g.Partition]; ok && prev > i {
+			t.Fatalf("partition %d holds record %d after record %d", g.Partition, i, prev)
+		}
+		last[g.Partition] = i
+	}
+}
+
 func diffRecord(g, w folio.Record) error {
 	switch {
 	case g.Partition != w.Partition || g.Offset != w.Offset:

@@ -117,29 +117,8 @@ func TestKcatProduceEveryCodec(t *testing.T) {
 				t.Fatalf("%d records in process, want %d", len(got), n)
 			}
 			// librdkafka chooses the partitions (consistent_random: CRC32 of
-			// the key); each partition must hold its records in the order
-			// they were written.
-			byKey := map[string]int{}
-			for i, w := range want {
-				byKey[string(w.Key)] = i
-			}
-			last := map[int32]int{}
-			for _, g := range got {
-				i, ok := byKey[string(g.Key)]
-				if !ok {
-					t.Fatalf("record at %d/%d has a key kcat did not write: %q", g.Partition, g.Offset, g.Key)
-				}
-				delete(byKey, string(g.Key))
-				w := want[i]
-				w.Partition, w.Offset = g.Partition, g.Offset
-				if err := diffRecord(g, w); err != nil {
-					t.Fatalf("record %d at %d/%d: %v\ngot  %+v\nwant %+v", i, g.Partition, g.Offset, err, g, w)
-				}
-				if prev, ok := last[g.Partition]; ok && prev > i {
-					t.Fatalf("partition %d holds record %d after record %d", g.Partition, i, prev)
-				}
-				last[g.Partition] = i
-			}
+			// the key).
+			sameRecordsByKey(t, got, want)
 			for _, b := range storedBatches(t, c.Broker, topicName) {
 				if b.Codec() != codec {
 					t.Fatalf("a batch at %d is stored in %v, want %v", b.BaseOffset(), b.Codec(), codec)
