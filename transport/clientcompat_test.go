@@ -1,9 +1,13 @@
 package transport
 
 import (
+	"encoding/binary"
+	"io"
 	"net"
 	"testing"
+	"time"
 
+	"github.com/foliolog/folio/topic"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -61,4 +65,132 @@ func TestProduceAdvertisedFromV0ServedFromV3(t *testing.T) {
 	if a, ok := lookupAPI(kmsg.Produce.Int16(), 3); !ok || a.min != 3 {
 		t.Fatal("Produce v3 not served")
 	}
+}
+
+// saslTestServer serves SASL for alice/s3cret (SCRAM-SHA-256 and -512,
+// and PLAIN).
+func saslTestServer(t *testing.T) *testServer {
+	t.Helper()
+	var creds []Credential
+	for _, m := range []string{MechanismSCRAMSHA256, MechanismSCRAMSHA512} {
+		c, err := NewCredential("alice", "s3cret", m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		creds = append(creds, c)
+	}
+	ts := startServer(t, nil, &Options{SASL: &SASL{Credentials: creds}})
+	ts.b.mustCreate(t, "s", topic.Config{Partitions: 1})
+	return ts
+}
+
+// writeRaw and readRaw are the bare token frames after a SaslHandshake v0.
+func writeRaw(t *testing.T, nc net.Conn, b []byte) {
+	t.Helper()
+	if _, err := nc.Write(binary.BigEndian.AppendUint32(nil, uint32(len(b)))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nc.Write(b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readRaw(t *testing.T, nc net.Conn) []byte {
+	t.Helper()
+	nc.SetReadDeadline(time.Now().Add(20 * time.Second))
+	var l [4]byte
+	if _, err := io.ReadFull(nc, l[:]); err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, binary.BigEndian.Uint32(l[:]))
+	if _, err := io.ReadFull(nc, b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// handshakeV0 dials and sends a SaslHandshake v0 for mech.
+func handshakeV0(t *testing.T, ts *testServer, mech string) net.Conn {
+	t.Helper()
+	nc, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Version, hs.Mechanism = 0, mech
+	if _, err := nc.Write(kmsgFrame(hs, 1)); err != nil {
+		t.Fatal(err)
+	}
+	resp := kmsg.NewPtrSASLHandshakeResponse()
+	resp.Version = 0
+	if err := resp.ReadFrom(readResponse(t, nc, 1, false)); err != nil || resp.ErrorCode != 0 {
+		t.Fatalf("SaslHandshake v0 %s: error %d, %v", mech, resp.ErrorCode, err)
+	}
+	return nc
+}
+
+// metadataWorks fails unless a Metadata request is answered on nc.
+func metadataWorks(t *testing.T, nc net.Conn) {
+	t.Helper()
+	md := kmsg.NewPtrMetadataRequest()
+	md.Version = 1
+	if _, err := nc.Write(kmsgFrame(md, 9)); err != nil {
+		t.Fatal(err)
+	}
+	resp := kmsg.NewPtrMetadataResponse()
+	resp.Version = 1
+	if err := resp.ReadFrom(readResponse(t, nc, 9, false)); err != nil || len(resp.Brokers) != 1 {
+		t.Fatalf("Metadata after a v0 login: %+v, %v", resp.Brokers, err)
+	}
+}
+
+// kafka-python 2.0 logs in with SaslHandshake v0 and bare tokens (no
+// SaslAuthenticate), and librdkafka before the fix of its issue 4983
+// refuses any SASL login unless SaslHandshake v0 is listed: the server
+// closed the connection on v0 ("SASLHandshake version 0 not served").
+func TestSASLHandshakeV0BareTokens(t *testing.T) {
+	ts := saslTestServer(t)
+	t.Run("PLAIN", func(t *testing.T) {
+		nc := handshakeV0(t, ts, MechanismPlain)
+		defer nc.Close()
+		writeRaw(t, nc, []byte("\x00alice\x00s3cret"))
+		if b := readRaw(t, nc); len(b) != 0 {
+			t.Fatalf("PLAIN answer %q, want an empty token", b)
+		}
+		metadataWorks(t, nc)
+	})
+	for _, mech := range []string{MechanismSCRAMSHA256, MechanismSCRAMSHA512} {
+		t.Run(mech, func(t *testing.T) {
+			nc := handshakeV0(t, ts, mech)
+			defer nc.Close()
+			h, _ := hashFor(mech)
+			cl, err := h.NewClient("alice", "s3cret", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			conv := cl.NewConversation()
+			first, _ := conv.Step("")
+			writeRaw(t, nc, []byte(first))
+			final, err := conv.Step(string(readRaw(t, nc)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeRaw(t, nc, []byte(final))
+			if _, err := conv.Step(string(readRaw(t, nc))); err != nil || !conv.Valid() {
+				t.Fatalf("server-final: %v (valid %v)", err, conv.Valid())
+			}
+			metadataWorks(t, nc)
+		})
+	}
+	t.Run("wrong password", func(t *testing.T) {
+		nc := handshakeV0(t, ts, MechanismPlain)
+		defer nc.Close()
+		writeRaw(t, nc, []byte("\x00alice\x00wrong"))
+		expectClosed(t, nc, "a failed v0 login")
+	})
+	t.Run("listed", func(t *testing.T) {
+		if a, ok := lookupAPI(kmsg.SASLHandshake.Int16(), 0); !ok || a.advMin != 0 {
+			t.Fatal("SaslHandshake v0 not served")
+		}
+	})
 }

@@ -45,6 +45,7 @@ type conn struct {
 	user       string
 	scram      *scram.ServerConversation
 	closeAfter bool // a failed login: close once its answer is written
+	rawSASL    bool // after a SaslHandshake v0: the next frames are bare SASL tokens
 
 	// lastProduce is closed when the connection's latest Produce request
 	// is done (reader goroutine only). Produce requests of one connection
@@ -156,6 +157,20 @@ func (c *conn) readLoop() error {
 				return nil
 			}
 			return fmt.Errorf("reading a %d-byte frame: %w", size, err)
+		}
+		if c.rawSASL {
+			sl := c.saslToken(frame)
+			select {
+			case c.sem <- struct{}{}:
+			case <-c.ctx.Done():
+				return nil
+			}
+			c.queue <- sl
+			close(sl.done)
+			if c.closeAfter {
+				return nil // logged by the handler; a v0 login that fails gets no answer
+			}
+			continue
 		}
 		sl, req, a, err := c.decode(frame)
 		if err != nil {
@@ -289,6 +304,40 @@ func (c *conn) writeLoop() {
 		<-c.sem
 	}
 }
+
+// saslToken handles a bare SASL token, which follows a SaslHandshake v0
+// in place of SaslAuthenticate requests: the same exchange, each answer a
+// bare token too (an empty one for PLAIN). A failed login is answered by
+// closing the connection, as Kafka does for v0, which has no error field.
+func (c *conn) saslToken(token []byte) *slot {
+	sl := &slot{h: reqHeader{key: kmsg.SASLAuthenticate.Int16()}, done: make(chan struct{})}
+	req := kmsg.NewPtrSASLAuthenticateRequest()
+	req.SASLAuthBytes = token
+	r, _ := handleSASLAuthenticate(c.ctx, &reqCtx{s: c.s, c: c, hdr: &sl.h}, req)
+	if c.closeAfter {
+		return sl
+	}
+	sl.resp = rawResp(r.(kmsgResp).r.(*kmsg.SASLAuthenticateResponse).SASLAuthBytes)
+	if c.authed {
+		c.rawSASL = false
+	}
+	return sl
+}
+
+// rawResp is a bare SASL token answer: a length and the bytes, no header.
+type rawResp []byte
+
+func (r rawResp) writeTo(w *respWriter, _ *reqHeader) error {
+	if _, err := w.bw.Write(binary.BigEndian.AppendUint32(nil, uint32(len(r)))); err != nil {
+		return err
+	}
+	if _, err := w.bw.Write(r); err != nil {
+		return err
+	}
+	return w.bw.Flush()
+}
+
+func (rawResp) release() {}
 
 // clientGone reports whether err says the client closed its end (a
 // reset, a broken pipe): a client that exits with requests in flight
