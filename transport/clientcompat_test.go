@@ -1,9 +1,13 @@
 package transport
 
 import (
+	"crypto/hmac"
+	"crypto/pbkdf2"
+	"encoding/base64"
 	"encoding/binary"
 	"io"
 	"net"
+	"strconv"
 	"testing"
 	"time"
 
@@ -193,4 +197,83 @@ func TestSASLHandshakeV0BareTokens(t *testing.T) {
 			t.Fatal("SaslHandshake v0 not served")
 		}
 	})
+}
+
+// librdkafkaFinal builds a SCRAM client-final-message the way librdkafka
+// 2.0.2 does, with prefix (its client nonce) before the combined nonce,
+// and returns it with the server signature to expect.
+func librdkafkaFinal(t *testing.T, mech, password, bare, serverFirst, prefix string) (final, wantServerFinal string) {
+	t.Helper()
+	h, _ := hashFor(mech)
+	combined, _ := scramAttr(serverFirst, 'r')
+	saltB64, _ := scramAttr(serverFirst, 's')
+	iterStr, _ := scramAttr(serverFirst, 'i')
+	salt, err := base64.StdEncoding.DecodeString(saltB64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	iters, err := strconv.Atoi(iterStr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	salted, err := pbkdf2.Key(h, password, salt, iters, h().Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hm := func(key []byte, msg string) []byte {
+		m := hmac.New(h, key)
+		m.Write([]byte(msg))
+		return m.Sum(nil)
+	}
+	clientKey := hm(salted, "Client Key")
+	sum := h()
+	sum.Write(clientKey)
+	withoutProof := "c=biws,r=" + prefix + combined
+	auth := bare + "," + serverFirst + "," + withoutProof
+	sig := hm(sum.Sum(nil), auth)
+	proof := make([]byte, len(sig))
+	for i := range sig {
+		proof[i] = clientKey[i] ^ sig[i]
+	}
+	return withoutProof + ",p=" + base64.StdEncoding.EncodeToString(proof),
+		"v=" + base64.StdEncoding.EncodeToString(hm(hm(salted, "Server Key"), auth))
+}
+
+// librdkafka's SCRAM final message carries its client nonce followed by
+// the combined nonce; xdg-go/scram's server refused it ("nonce received
+// did not match nonce sent"), so kcat could not log in with SCRAM. That
+// form is accepted, with its proof checked; any other nonce is not.
+func TestSCRAMLibrdkafkaDoubledNonce(t *testing.T) {
+	ts := saslTestServer(t)
+	const cnonce = "rdk-client-nonce=with~chars"
+	login := func(t *testing.T, mech, password, prefix string) (net.Conn, string) {
+		nc := handshakeV0(t, ts, mech)
+		bare := "n=alice,r=" + cnonce
+		writeRaw(t, nc, []byte("n,,"+bare))
+		serverFirst := string(readRaw(t, nc))
+		final, want := librdkafkaFinal(t, mech, password, bare, serverFirst, prefix)
+		writeRaw(t, nc, []byte(final))
+		return nc, want
+	}
+	for _, mech := range []string{MechanismSCRAMSHA256, MechanismSCRAMSHA512} {
+		t.Run(mech, func(t *testing.T) {
+			nc, want := login(t, mech, "s3cret", cnonce)
+			defer nc.Close()
+			if got := string(readRaw(t, nc)); got != want {
+				t.Fatalf("server-final %q, want %q", got, want)
+			}
+			metadataWorks(t, nc)
+		})
+	}
+	for name, c := range map[string]struct{ password, prefix string }{
+		"wrong password":      {"wrong", cnonce},
+		"another prefix":      {"s3cret", "x" + cnonce[1:]},
+		"nonce repeated more": {"s3cret", cnonce + cnonce},
+	} {
+		t.Run(name, func(t *testing.T) {
+			nc, _ := login(t, MechanismSCRAMSHA256, c.password, c.prefix)
+			defer nc.Close()
+			expectClosed(t, nc, name)
+		})
+	}
 }

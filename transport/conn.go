@@ -40,12 +40,15 @@ type conn struct {
 
 	// SASL state, touched only by the reader goroutine (the SASL
 	// requests are handled inline, in order).
-	authed     bool
-	mech       string
-	user       string
-	scram      *scram.ServerConversation
-	closeAfter bool // a failed login: close once its answer is written
-	rawSASL    bool // after a SaslHandshake v0: the next frames are bare SASL tokens
+	authed bool
+	mech   string
+	user   string
+	scram  *scram.ServerConversation
+	// scramFirst and scramServerFirst are the SCRAM exchange's first two
+	// messages, for librdkafka's final message (scram_librdkafka.go).
+	scramFirst, scramServerFirst string
+	closeAfter                   bool // a failed login: close once its answer is written
+	rawSASL                      bool // after a SaslHandshake v0: the next frames are bare SASL tokens
 
 	// lastProduce is closed when the connection's latest Produce request
 	// is done (reader goroutine only). Produce requests of one connection
