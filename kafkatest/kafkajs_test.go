@@ -94,6 +94,19 @@ async function main() {
       configs: configs.resources[0].configEntries.map((e) => [e.configName, e.configValue]),
       topics, brokers: cluster.brokers.map((b) => b.host + ':' + b.port) }
   }
+  if (mode === 'sasl') {
+    const k = new Kafka({ clientId: 'folio-kafkajs-test', brokers: [boot], logLevel: logLevel.NOTHING, retry: { retries: 0 },
+      sasl: { mechanism: req.mechanism.toLowerCase(), username: 'alice', password: req.password } })
+    const p = k.producer()
+    try {
+      await p.connect()
+      await p.send({ topic: req.topic, acks: -1, messages: [{ value: req.value }] })
+      await p.disconnect()
+      return { ok: true }
+    } catch (e) {
+      return { ok: false, error: String(e) }
+    }
+  }
   throw new Error('unknown mode ' + mode)
 }
 

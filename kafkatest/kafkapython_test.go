@@ -90,17 +90,7 @@ elif mode == "offsets":
 // returns a function that runs one of its modes.
 func kafkaPython(t *testing.T) func(mode, boot string, in any, out any) {
 	t.Helper()
-	var py string
-	for _, cand := range []string{"/usr/bin/python3", "python3"} {
-		p, err := exec.LookPath(cand)
-		if err == nil && exec.Command(p, "-c", "import kafka").Run() == nil {
-			py = p
-			break
-		}
-	}
-	if py == "" {
-		t.Skipf("kafka-python is not installed for any python3; install it with: %s", kafkaPythonInstall)
-	}
+	py := pythonWithKafka(t)
 	script := filepath.Join(t.TempDir(), "folio_kafka_python.py")
 	if err := os.WriteFile(script, []byte(kafkaPythonScript), 0o644); err != nil {
 		t.Fatal(err)
@@ -116,6 +106,20 @@ func kafkaPython(t *testing.T) func(mode, boot string, in any, out any) {
 			t.Fatalf("kafka-python %s: %v\n%s", mode, err, stdout)
 		}
 	}
+}
+
+// pythonWithKafka returns a python3 that imports kafka-python, or skips
+// the test naming the install command.
+func pythonWithKafka(t *testing.T) string {
+	t.Helper()
+	for _, cand := range []string{"/usr/bin/python3", "python3"} {
+		p, err := exec.LookPath(cand)
+		if err == nil && exec.Command(p, "-c", "import kafka").Run() == nil {
+			return p
+		}
+	}
+	t.Skipf("kafka-python is not installed for any python3; install it with: %s", kafkaPythonInstall)
+	return ""
 }
 
 // wireRecord is a record as the client scripts exchange them.
