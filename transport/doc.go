@@ -64,7 +64,14 @@
 //   - franz-go v1.22 (kgo, kadm) and segmentio/kafka-go v0.4: every codec
 //     and idempotence, consumers from the start, the end and a time,
 //     groups, DeleteRecords, topic admin, TLS, SASL (transport's tests).
-//     kgo asks for the highest version listed.
+//     kgo sends the highest version listed: ApiVersions v5 (answered
+//     UNSUPPORTED_VERSION, then v4), Metadata v12, Produce v13,
+//     InitProducerId v4, Fetch v16, ListOffsets v8, FindCoordinator v5,
+//     JoinGroup v9, SyncGroup v5, LeaveGroup v5, OffsetCommit v9,
+//     OffsetFetch v9, DescribeGroups v5, CreateTopics v7. kafka-go:
+//     ApiVersions v0, Metadata v6 and v8, Produce v8, Fetch v10,
+//     ListOffsets v1, FindCoordinator v0, JoinGroup v2, SyncGroup v0,
+//     LeaveGroup v0, OffsetCommit v2, OffsetFetch v1.
 //   - librdkafka 2.0.2 through kcat 1.7.1 (Debian 12), which is what its
 //     bindings (confluent-kafka-python, -go, -dotnet) speak: ApiVersions
 //     v3, Metadata v4, Produce v7, InitProducerId v4, Fetch v11,
