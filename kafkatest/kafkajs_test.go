@@ -94,6 +94,23 @@ async function main() {
       configs: configs.resources[0].configEntries.map((e) => [e.configName, e.configValue]),
       topics, brokers: cluster.brokers.map((b) => b.host + ':' + b.port) }
   }
+  if (mode === 'tls') {
+    const k = new Kafka({ clientId: 'folio-kafkajs-test', brokers: [boot], logLevel: logLevel.ERROR, retry: { retries: 2 },
+      ssl: { ca: [require('fs').readFileSync(req.ca, 'utf8')], servername: 'localhost' } })
+    const p = k.producer()
+    await p.connect()
+    await p.send({ topic: req.topic, acks: -1, messages: [{ value: req.value }] })
+    await p.disconnect()
+    const c = k.consumer({ groupId: 'tls-group' })
+    await c.connect()
+    await c.subscribe({ topic: req.topic, fromBeginning: true })
+    const out = []
+    await new Promise((resolve, reject) => {
+      c.run({ eachMessage: async ({ message }) => { out.push(message.value.toString()); if (out.length === req.n) resolve() } }).catch(reject)
+    })
+    await c.disconnect()
+    return out
+  }
   if (mode === 'sasl') {
     const k = new Kafka({ clientId: 'folio-kafkajs-test', brokers: [boot], logLevel: logLevel.NOTHING, retry: { retries: 0 },
       sasl: { mechanism: req.mechanism.toLowerCase(), username: 'alice', password: req.password } })
