@@ -96,7 +96,8 @@
 //     SaslHandshake v1, SaslAuthenticate v1.
 //
 // Each of these three logs in with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512
-// in the tests, and is refused with a wrong password.
+// in the tests, and is refused with a wrong password, and produces and
+// consumes over TLS, verifying the server's certificate.
 //
 // The Java client is not tested: no registry this project's machines
 // reach serves the kafka-clients jar. Like kgo it sends the highest
