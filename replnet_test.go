@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -423,4 +424,103 @@ func TestReplicationTruncatesDivergentTail(t *testing.T) {
 		t.Fatalf("follower's epochs %+v, want epoch 1 from %d", got, common)
 	}
 	rnSameSegments(t, b1, b2)
+}
+
+var rnBenchMiB = flag.Int("replnet-mib", 64, "MiB the leader holds in BenchmarkReplicationCatchUp")
+
+// BenchmarkReplicationCatchUp: a fresh follower catching up with a leader
+// holding -replnet-mib MiB of 1 KiB records over loopback (fetch, append
+// to its own log under FlushNone), beside the same run's plain consumer
+// fetch of the same bytes from the same endpoint (a kmsg fetch loop with
+// the follower's fetch sizes, discarding the records). Bytes/s is the
+// leader's log size over the time to copy it.
+func BenchmarkReplicationCatchUp(b *testing.B) {
+	cfg := topic.Config{Flush: log.FlushNone}
+	meta := replica.NewMem()
+	meta.Register(1, 1)
+	meta.Register(2, 1)
+	if _, err := meta.Create(rnTP, 1, 2); err != nil {
+		b.Fatal(err)
+	}
+	leader := startRNBroker(b, 1, cfg)
+	leader.lead(b, meta, 1)
+	ack1 := replica.WithAcks(context.Background(), replica.AckLeader)
+	batch := rnBatch(b, "bench", 64, 1024)
+	for leader.p.Log().Stats().Bytes < int64(*rnBenchMiB)<<20 {
+		if _, err := leader.p.AppendBatch(ack1, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	end, size := leader.p.LogEndOffset(), leader.p.Log().Stats().Bytes
+	// A first follower establishes the high watermark at the end (the
+	// consumer reads below it) and warms the leader's page cache.
+	warm := startRNBroker(b, 2, cfg)
+	f := warm.follower(b, meta, leader)
+	rnWaitEnd(b, warm.p, end)
+	rnWaitHW(b, leader.p, end)
+	f.Close()
+
+	inc := int64(1)
+	b.Run("follower", func(b *testing.B) {
+		b.SetBytes(size)
+		for b.Loop() {
+			b.StopTimer()
+			inc++
+			meta.Register(2, inc)
+			fb := startRNBroker(b, 2, cfg)
+			b.StartTimer()
+			f, err := replica.NewFollower(&replica.FollowerOptions{
+				ID: 2, Incarnation: inc, Metadata: meta,
+				Addr: func(int32) (string, error) { return leader.addr, nil },
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := f.Follow(rnTP, fb.p); err != nil {
+				b.Fatal(err)
+			}
+			rnWaitEnd(b, fb.p, end)
+			b.StopTimer()
+			f.Close()
+			b.StartTimer()
+		}
+	})
+	b.Run("consumer", func(b *testing.B) {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(leader.addr), kgo.FetchMaxBytes(16<<20), kgo.BrokerMaxReadBytes(32<<20))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cl.Close()
+		br := cl.SeedBrokers()[0]
+		b.SetBytes(size)
+		for b.Loop() {
+			for offset := int64(0); offset < end; {
+				req := kmsg.NewPtrFetchRequest()
+				req.ReplicaID, req.MaxBytes, req.MaxWaitMillis = -1, 16<<20, 500
+				rt := kmsg.NewFetchRequestTopic()
+				rt.Topic, rt.TopicID = rnTopic, leader.info.ID
+				rp := kmsg.NewFetchRequestTopicPartition()
+				rp.FetchOffset, rp.PartitionMaxBytes = offset, 8<<20
+				rt.Partitions = append(rt.Partitions, rp)
+				req.Topics = append(req.Topics, rt)
+				resp, err := br.Request(context.Background(), req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				recs := resp.(*kmsg.FetchResponse).Topics[0].Partitions[0].RecordBatches
+				var last int64 = -1
+				for rest := recs; len(rest) > 0; {
+					bt, r, err := record.Parse(rest)
+					if err != nil {
+						break
+					}
+					rest, last = r, bt.LastOffset()
+				}
+				if last < offset {
+					b.Fatalf("no progress at %d", offset)
+				}
+				offset = last + 1
+			}
+		}
+	})
 }
