@@ -524,3 +524,103 @@ func BenchmarkReplicationCatchUp(b *testing.B) {
 		}
 	})
 }
+
+// TestReplicationFollowsLeaderChange: three brokers, broker 1 leading with
+// min.insync.replicas 2 and acks=all appends. Broker 2 is elected; the old
+// leader, fenced, answers broker 3's fetches NOT_LEADER_OR_FOLLOWER, and
+// broker 3's fetch loop re-reads the metadata and moves to broker 2 without
+// being restarted; broker 1 follows too. acks=all appends on the new
+// leader are acknowledged through both, and all three logs end
+// byte-identical.
+func TestReplicationFollowsLeaderChange(t *testing.T) {
+	cfg := topic.Config{Flush: log.FlushNone}
+	meta := replica.NewMem()
+	for id := int32(1); id <= 3; id++ {
+		meta.Register(id, 1)
+	}
+	if _, err := meta.Create(rnTP, 1, 2, 3); err != nil {
+		t.Fatal(err)
+	}
+	b1, b2, b3 := startRNBroker(t, 1, cfg), startRNBroker(t, 2, cfg), startRNBroker(t, 3, cfg)
+	ld1 := b1.lead(t, meta, 2)
+	f2 := b2.follower(t, meta, b1, b2, b3)
+	defer f2.Close()
+	f3 := b3.follower(t, meta, b1, b2, b3)
+	defer f3.Close()
+	appendAll := func(b *rnBroker, tag string, n int) {
+		t.Helper()
+		for i := range n {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			_, err := b.p.AppendBatch(ctx, rnBatch(t, fmt.Sprint(tag, i), 2, 100))
+			cancel()
+			if err != nil {
+				t.Fatalf("acks=all append %d on broker %d: %v", i, b.id, err)
+			}
+		}
+	}
+	appendAll(b1, "one", 10)
+	end := b1.p.LogEndOffset()
+	rnWaitEnd(t, b2.p, end)
+	rnWaitEnd(t, b3.p, end)
+	if l, ok := f3.Leader(rnTP); !ok || l != 1 {
+		t.Fatalf("broker 3 fetches from %d (%v), want 1", l, ok)
+	}
+
+	if _, _, err := meta.Elect(rnTP, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := ld1.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !ld1.Fenced() {
+		t.Fatal("the old leader is not fenced by the new epoch")
+	}
+	b1.hook.SetLeader(nil)
+	f2.Unfollow(rnTP)
+	if _, ok := f2.Leader(rnTP); ok {
+		t.Fatal("still followed after Unfollow")
+	}
+	b2.lead(t, meta, 2)
+	f1 := b1.follower(t, meta, b1, b2, b3)
+	defer f1.Close()
+	appendAll(b2, "two", 10)
+	end = b2.p.LogEndOffset()
+	rnWaitEnd(t, b1.p, end)
+	rnWaitEnd(t, b3.p, end)
+	if l, ok := f3.Leader(rnTP); !ok || l != 2 {
+		t.Fatalf("broker 3 fetches from %d (%v), want 2", l, ok)
+	}
+	f1.Close()
+	f3.Close()
+	rnSameSegments(t, b2, b1)
+	rnSameSegments(t, b2, b3)
+}
+
+// TestReplicationFollowerSyncsUnderFlushSync: under FlushSync a
+// follower's fetch offset counts toward the leader's high watermark only
+// once the follower has fsynced what it acknowledges: whenever an acks=all
+// append is acknowledged, the follower's durable end has passed it.
+func TestReplicationFollowerSyncsUnderFlushSync(t *testing.T) {
+	cfg := topic.Config{Flush: log.FlushSync}
+	meta := replica.NewMem()
+	meta.Register(1, 1)
+	meta.Register(2, 1)
+	if _, err := meta.Create(rnTP, 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	b1, b2 := startRNBroker(t, 1, cfg), startRNBroker(t, 2, cfg)
+	b1.lead(t, meta, 2)
+	f := b2.follower(t, meta, b1, b2)
+	defer f.Close()
+	for i := range 20 {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		res, err := b1.p.AppendBatch(ctx, rnBatch(t, fmt.Sprint(i), 2, 100))
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := b2.p.DurableEndOffset(); d <= res.LastOffset {
+			t.Fatalf("append %d acknowledged at offset %d while the follower's durable end is %d", i, res.LastOffset, d)
+		}
+	}
+}

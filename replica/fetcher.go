@@ -213,6 +213,28 @@ func (f *Follower) Unfollow(tp TopicPartition) {
 	}
 }
 
+// Leader returns the broker tp is fetched from now: -1 while no leader is
+// known, this broker's own id while the Metadata names it the leader (the
+// broker then leads it and calls Unfollow); ok is false when tp is not
+// followed.
+func (f *Follower) Leader(tp TopicPartition) (leader int32, ok bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fp, ok := f.parts[tp]
+	if !ok {
+		return -1, false
+	}
+	for id, l := range f.loops {
+		l.mu.Lock()
+		in := l.parts[tp] == fp
+		l.mu.Unlock()
+		if in {
+			return id, true
+		}
+	}
+	return -1, true
+}
+
 // Close stops every fetch loop and waits for them, and closes their
 // clients. The partitions are not closed.
 func (f *Follower) Close() error {
