@@ -128,10 +128,12 @@ func handleFetch(ctx context.Context, rc *reqCtx, kreq kmsg.Request) (response, 
 	for {
 		resp, failed := s.readFetch(req, names, targets)
 		if failed || resp.bytes() >= int64(req.MinBytes) || maxWait == 0 {
+			countDelivered(req, resp, targets)
 			return resp, nil
 		}
 		select {
 		case <-deadline.C:
+			countDelivered(req, resp, targets)
 			return resp, nil
 		default:
 		}
@@ -163,6 +165,7 @@ func handleFetch(ctx context.Context, rc *reqCtx, kreq kmsg.Request) (response, 
 		cancels = cancels[:0]
 		if stop {
 			resp, _ := s.readFetch(req, names, targets)
+			countDelivered(req, resp, targets)
 			return resp, nil
 		}
 	}

@@ -28,7 +28,7 @@
 // The metrics:
 //
 //	folio_records_in_total, folio_bytes_in_total          {topic, partition}  appended (bytes as stored)
-//	folio_records_out_total, folio_bytes_out_total        {topic, partition}  handed to consumers
+//	folio_records_out_total, folio_bytes_out_total        {topic, partition}  handed to consumers and Kafka fetches
 //	folio_append_failures_total                           {topic}
 //	folio_append_duration_seconds                         {topic}             histogram, fsync wait included
 //	folio_fsync_duration_seconds                          {topic}             histogram
