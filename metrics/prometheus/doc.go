@@ -19,6 +19,9 @@
 //	m.Attach(b)
 //	reg.MustRegister(m)
 //
+// folio serve -http (cmd/folio) serves one at /metrics, on a registry of its
+// own with client_golang's Go and process collectors.
+//
 // Names follow Prometheus' conventions: the folio_ prefix, base units
 // (bytes, seconds), _total for counters, _seconds histograms. Labels are
 // topic and partition (and group for group lag), never anything per
