@@ -9,6 +9,7 @@
   var canvas = document.getElementById("chart");
   if (!canvas) { return; }
   var status = document.getElementById("live-status");
+  var rates = document.getElementById("live-rates");
   var every = 2000, keep = 150; // 5 minutes of points
   var points = [], last = null;
 
@@ -27,6 +28,8 @@
         var dt = (cur.t - last.t) / 1000;
         points.push({ t: cur.t, inRate: Math.max(cur.leo - last.leo, 0) / dt, outRate: Math.max(cur.out - last.out, 0) / dt, lag: cur.lag });
         if (points.length > keep) { points.shift(); }
+        var p = points[points.length - 1];
+        rates.textContent = "now: in " + p.inRate.toFixed(1) + "/s, out " + p.outRate.toFixed(1) + "/s";
       }
       last = cur;
       updateLag(o.groups || []);
