@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/foliolog/folio/readpath"
+	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/topic"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -81,13 +82,58 @@ func (b bytesHeaders) ReadAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
-// Damaged or cut bytes end the count; they never panic.
+// FuzzDeliveredRecords: damaged or cut bytes end the count and never
+// panic, and no count exceeds the records the readable headers declare.
 func FuzzDeliveredRecords(f *testing.F) {
 	f.Add([]byte{}, int64(0))
 	f.Add(make([]byte, 100), int64(3))
+	bld, err := record.NewBuilder(nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	var two []byte
+	for i := range 2 {
+		bld.Reset()
+		for j := range 3 {
+			if err := bld.Append(record.Record{Value: fmt.Appendf(nil, "v%d", j), Timestamp: 1}); err != nil {
+				f.Fatal(err)
+			}
+		}
+		b, err := bld.Build(nil)
+		if err != nil {
+			f.Fatal(err)
+		}
+		record.Batch(b).SetBaseOffset(int64(3 * i))
+		two = append(two, b...)
+	}
+	for _, c := range []struct {
+		b    []byte
+		from int64
+		want int
+	}{
+		{two, 0, 6}, {two, 4, 2}, {two, 6, 0}, {two[:len(two)-1], 1, 5}, {two[:record.HeaderSize+10], 0, 3}, {two[:10], 0, 0},
+	} {
+		if n := deliveredRecords(bytesHeaders(c.b), c.from); n != c.want {
+			f.Fatalf("%d bytes from %d: %d records, want %d", len(c.b), c.from, n, c.want)
+		}
+		f.Add(c.b, c.from)
+	}
 	f.Fuzz(func(t *testing.T, b []byte, from int64) {
-		if n := deliveredRecords(bytesHeaders(b), from); n < 0 {
-			t.Fatalf("negative count %d", n)
+		n := deliveredRecords(bytesHeaders(b), from)
+		declared := 0
+		for rest := b; len(rest) >= record.HeaderSize; {
+			size, err := record.CheckHeader(rest)
+			if err != nil {
+				break
+			}
+			declared += int(record.Batch(rest).NumRecords())
+			if size > len(rest) {
+				break
+			}
+			rest = rest[size:]
+		}
+		if n < 0 || n > declared {
+			t.Fatalf("count %d, the headers declare %d records", n, declared)
 		}
 	})
 }
