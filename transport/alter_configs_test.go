@@ -90,10 +90,12 @@ func TestAlterTopicConfigs(t *testing.T) {
 	check(rs, err, map[string]error{"missing": kerr.UnknownTopicOrPartition})
 	rs, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "no.such.key", Value: ptr("1")}}, "b")
 	check(rs, err, map[string]error{"b": kerr.InvalidConfig})
-	rs, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "cleanup.policy", Value: ptr("compact")}}, "b")
+	rs, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "cleanup.policy", Value: ptr("bogus")}}, "b")
 	check(rs, err, map[string]error{"b": kerr.InvalidConfig})
-	rs, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.AppendConfig, Name: "cleanup.policy", Value: ptr("compact")}}, "b")
+	rs, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.AppendConfig, Name: "retention.ms", Value: ptr("1")}}, "b")
 	check(rs, err, map[string]error{"b": kerr.InvalidConfig})
+	rs, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SubtractConfig, Name: "cleanup.policy", Value: ptr("delete")}}, "b")
+	check(rs, err, map[string]error{"b": kerr.InvalidConfig}) // leaves no policy
 
 	got := describe("a")
 	for k, v := range map[string]string{"max.message.bytes": "1000", "retention.ms": "3600000"} {
@@ -106,6 +108,28 @@ func TestAlterTopicConfigs(t *testing.T) {
 	}
 	if c := describe("b")["cleanup.policy"]; c.MaybeValue() != "delete" {
 		t.Errorf("a refused alter changed b's cleanup.policy to %q", c.MaybeValue())
+	}
+	// cleanup.policy is a list: APPEND and SUBTRACT edit it, live.
+	for _, step := range []struct {
+		op        kadm.IncrementalOp
+		value     string
+		want      string
+		compacted bool
+	}{
+		{kadm.AppendConfig, "compact", "compact,delete", true},
+		{kadm.SubtractConfig, "delete", "compact", true},
+		{kadm.SetConfig, "delete", "delete", false},
+	} {
+		rs, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: step.op, Name: "cleanup.policy", Value: ptr(step.value)}}, "b")
+		check(rs, err, nil)
+		if c := describe("b")["cleanup.policy"]; c.MaybeValue() != step.want {
+			t.Errorf("cleanup.policy after %v %s: %q, want %q", step.op, step.value, c.MaybeValue(), step.want)
+		}
+		// A compacted topic refuses keyless records (CORRUPT_MESSAGE).
+		err := cl.ProduceSync(ctx, &kgo.Record{Topic: "b", Value: []byte("keyless")}).FirstErr()
+		if step.compacted != (err != nil) {
+			t.Errorf("keyless record with cleanup.policy=%s: %v", step.want, err)
+		}
 	}
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "a", Value: big}).FirstErr(); !errors.Is(err, kerr.MessageTooLarge) {
 		t.Fatalf("a 5000-byte record after max.message.bytes=1000: %v, want MESSAGE_TOO_LARGE", err)

@@ -21,7 +21,7 @@ import (
 
 // Kafka's config sources (DescribeConfigs).
 const (
-	sourceTopic   = 1 // TOPIC_CONFIG
+	sourceTopic   = 1 // DYNAMIC_TOPIC_CONFIG (TOPIC_CONFIG before KIP-226)
 	sourceBroker  = 4 // STATIC_BROKER_CONFIG
 	sourceDefault = 5 // DEFAULT_CONFIG
 )
