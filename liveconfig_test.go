@@ -313,3 +313,47 @@ func fetchAllKgo(t *testing.T, ctx context.Context, cl *kgo.Client, topicName st
 	}
 	return out
 }
+
+// TestProducerFollowsCompressionChange: a Producer made before a topic's
+// compression.type changes builds its next batches in the new codec.
+func TestProducerFollowsCompressionChange(t *testing.T) {
+	ctx := context.Background()
+	b := openT(t, t.TempDir(), nil)
+	if _, err := b.CreateTopic("t", TopicConfig{Partitions: 1, Compression: CompressionNone}); err != nil {
+		t.Fatal(err)
+	}
+	pr, err := b.NewProducer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	p, err := b.Partition("t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := func() record.Codec {
+		t.Helper()
+		if _, _, err := pr.Produce(ctx, &Record{Topic: "t", Value: []byte("v")}); err != nil {
+			t.Fatal(err)
+		}
+		v, err := p.Log().Read(p.Log().LogEndOffset()-1, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer v.Release()
+		bs, err := v.Bytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return record.Batch(bs).Codec()
+	}
+	if c := stored(); c != record.CodecNone {
+		t.Fatalf("compression none: stored %v", c)
+	}
+	if _, err := b.AlterTopicConfig("t", false, func(c *TopicConfig) error { c.Compression = CompressionGzip; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if c := stored(); c != record.CodecGzip {
+		t.Fatalf("after compression.type=gzip, the Producer's batch is stored %v", c)
+	}
+}

@@ -401,9 +401,8 @@ func (b *Broker) EnforceRetention() (int, error) {
 // Every setting applies to the open partitions at once, as Kafka applies
 // a topic config change (partition.Partition.Reconfigure has the details):
 // max.message.bytes, compression and the timestamp type from the next
-// append (the Producer re-reads the limit on every batch; a Producer made
-// before a compression change keeps building batches in the old codec,
-// which the partitions recompress); segment.bytes and segment.ms from the
+// append (the Producer re-reads the limit and the codec for every batch
+// it begins); segment.bytes and segment.ms from the
 // next roll check; retention from the next retention pass; the cleanup
 // policy starts or stops the topic's cleaning at once, the compaction
 // settings apply from the next pass; the flush policy to appends from now
