@@ -138,6 +138,36 @@ func TestAlterTopicConfigs(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Kafka's flush.messages and flush.ms set Folio's flush policy.
+	for _, step := range []struct {
+		op           kadm.IncrementalOp
+		key, value   string
+		flush        string
+		msgs, millis string
+	}{
+		{kadm.SetConfig, "flush.ms", "1000", "interval:1s", "9223372036854775807", "1000"},
+		{kadm.SetConfig, "flush.messages", "9223372036854775807", "interval:1s", "9223372036854775807", "1000"},
+		{kadm.SetConfig, "flush.messages", "5", "every:5", "5", "9223372036854775807"},
+		{kadm.SetConfig, "flush.messages", "9223372036854775807", "none", "9223372036854775807", "9223372036854775807"},
+		{kadm.SetConfig, "flush.messages", "1", "sync", "1", "9223372036854775807"},
+		{kadm.SetConfig, "flush.ms", "250", "interval:250ms", "9223372036854775807", "250"},
+		{kadm.DeleteConfig, "flush", "", "sync", "1", "9223372036854775807"},
+	} {
+		var v *string
+		if step.op == kadm.SetConfig {
+			v = ptr(step.value)
+		}
+		rs, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: step.op, Name: step.key, Value: v}}, "a")
+		check(rs, err, nil)
+		got := describe("a")
+		fc, mc, msc := got["flush"], got["flush.messages"], got["flush.ms"]
+		if f, m, ms := fc.MaybeValue(), mc.MaybeValue(), msc.MaybeValue(); f != step.flush || m != step.msgs || ms != step.millis {
+			t.Errorf("after %v %s=%s: flush %q flush.messages %q flush.ms %q, want %q %q %q", step.op, step.key, step.value, f, m, ms, step.flush, step.msgs, step.millis)
+		}
+	}
+	rs, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "flush.messages", Value: ptr("0")}}, "a")
+	check(rs, err, map[string]error{"a": kerr.InvalidConfig})
+
 	// DELETE goes back to the default.
 	rs, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.DeleteConfig, Name: "retention.ms"}}, "a")
 	check(rs, err, nil)
