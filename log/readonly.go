@@ -38,7 +38,6 @@ func openReadOnly(fsys vfs.FS, dir string, o Options, st State) (*Log, error) {
 		fs:        fsys,
 		dir:       filepath.Clean(dir),
 		opts:      o,
-		segOpts:   segmentOptions(o),
 		caps:      caps,
 		tree:      btree.NewG[*segEntry](16, lessEntry),
 		hwWake:    newNotifier(),
@@ -49,6 +48,7 @@ func openReadOnly(fsys vfs.FS, dir string, o Options, st State) (*Log, error) {
 		flushDone: make(chan struct{}),
 		ro:        &roLog{recoveryPoint: max(st.RecoveryPoint, 0)},
 	}
+	l.live.Store(newLiveOptions(o))
 	l.idle.L = &l.appendMu
 	l.hwWake.level = l.waitLevel
 	l.endWake.level = l.endWaitLevel
@@ -145,7 +145,7 @@ func (l *Log) refreshOnce() error {
 			e = nil
 		}
 		if e == nil {
-			seg, err := segment.OpenReadOnly(l.fs, l.dir, b, isLast, &l.segOpts)
+			seg, err := segment.OpenReadOnly(l.fs, l.dir, b, isLast, l.segOpts())
 			if err != nil {
 				l.closeEntries(fresh)
 				return err

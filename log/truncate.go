@@ -155,7 +155,7 @@ func (l *Log) cut(floor *segEntry, offset int64) (mark, error) {
 // restart puts an empty segment at base in place of the removed ones
 // (Kafka's truncateFullyAndStartAt). syncMu must be held and busy set.
 func (l *Log) restart(base int64) (mark, error) {
-	seg, err := segment.Create(l.fs, l.dir, base, &l.segOpts)
+	seg, err := segment.Create(l.fs, l.dir, base, l.segOpts())
 	if err != nil {
 		return mark{}, l.fail(fmt.Errorf("log: restart at %d: %w", base, err))
 	}

@@ -29,9 +29,9 @@ type Backend interface {
 	CreateTopicInfo(name string, cfg topic.Config) (topic.Info, error)
 	// AlterTopicInfo changes a topic's configuration while its partitions
 	// are open (IncrementalAlterConfigs, AlterConfigs): change edits a copy
-	// of the current one. A change the open partitions cannot apply is
-	// refused with an error wrapping topic.ErrInvalidConfig (and
-	// partition.ErrNotLive); with validateOnly nothing is written. It
+	// of the current one, which the open partitions apply live. An invalid
+	// configuration is refused with an error wrapping
+	// topic.ErrInvalidConfig; with validateOnly nothing is written. It
 	// returns the topic with the new configuration once it is durable.
 	AlterTopicInfo(name string, validateOnly bool, change func(*topic.Config) error) (topic.Info, error)
 	// DeleteTopic deletes a topic and its records (DeleteTopics);
