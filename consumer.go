@@ -208,6 +208,11 @@ type assignedPart struct {
 	// range (*log.DamagedRangeError), 0 for none: the next Poll from
 	// there passes over it. Only Poll (under pollMu) touches it.
 	reported int64
+	// recBytes is the bytes per record of the partition's last read, 0
+	// before the first: Poll reads about what MaxPollRecords will take
+	// rather than FetchBytes, whose batch headers it would walk for
+	// nothing. Only Poll (under pollMu) touches it.
+	recBytes int
 }
 
 // heldViews are the read views and decompression buffers that zero-copy
@@ -618,9 +623,20 @@ func (c *Consumer) commit(parts []pollPart) {
 func (c *Consumer) fetch(pp *pollPart, recs []Record) ([]Record, error) {
 	p := pp.ap.p
 	for resets := 0; ; resets++ {
-		v, err := p.Read(pp.pos, c.opts.FetchBytes, log.BoundHighWatermark)
+		maxBytes := c.readBytes(pp.ap, c.opts.MaxPollRecords-len(recs))
+		v, err := p.Read(pp.pos, maxBytes, log.BoundHighWatermark)
 		if err == nil {
-			return c.decode(pp, v, recs)
+			pos0 := pp.pos
+			var rest int
+			recs, rest, err = c.decode(pp, v, recs)
+			if err != nil || rest > 0 || maxBytes >= c.opts.FetchBytes ||
+				len(recs) >= c.opts.MaxPollRecords || pp.pos == pos0 {
+				return recs, err
+			}
+			// The read, sized by the estimate, ran out before
+			// MaxPollRecords: read on from where it ended.
+			resets = -1
+			continue
 		}
 		if errors.Is(err, log.ErrNoData) {
 			return recs, nil
@@ -655,8 +671,23 @@ func (c *Consumer) fetch(pp *pollPart, recs []Record) ([]Record, error) {
 	}
 }
 
-// decode turns the batches of view v into records from pp.pos on.
-func (c *Consumer) decode(pp *pollPart, v *readpath.View, recs []Record) ([]Record, error) {
+// readBytes is how many bytes of batches to read for want more records of
+// ap: FetchBytes until a read has shown the partition's bytes per record,
+// then want of them with half again and 16 KiB to spare (a read holds
+// whole batches, and its first may start before the position), up to
+// FetchBytes.
+func (c *Consumer) readBytes(ap *assignedPart, want int) int {
+	if ap.recBytes == 0 {
+		return c.opts.FetchBytes
+	}
+	n := int64(want) * int64(ap.recBytes)
+	return int(min(n+n/2+16<<10, int64(c.opts.FetchBytes)))
+}
+
+// decode turns the batches of view v into records from pp.pos on. rest is
+// how many bytes of v it left unparsed (MaxPollRecords was reached before
+// them).
+func (c *Consumer) decode(pp *pollPart, v *readpath.View, recs []Record) (_ []Record, rest int, _ error) {
 	p := pp.ap.p
 	n0, bytesRead := len(recs), 0
 	keep := false
@@ -725,6 +756,10 @@ func (c *Consumer) decode(pp *pollPart, v *readpath.View, recs []Record) ([]Reco
 				break
 			}
 		}
+		rest = len(buf)
+		if n := len(recs) - n0; n > 0 {
+			pp.ap.recBytes = (bytesRead - rest + n - 1) / n
+		}
 		return nil
 	})
 	if c.opts.ZeroCopy && len(recs) > n0 {
@@ -737,7 +772,7 @@ func (c *Consumer) decode(pp *pollPart, v *readpath.View, recs []Record) ([]Reco
 	if len(recs) > n0 || err == nil {
 		c.b.metrics.Consumed(p.Topic(), p.Index(), len(recs)-n0, bytesRead)
 	}
-	return recs, err
+	return recs, rest, err
 }
 
 // arenaStart is the first size of the buffer a poll copies record bytes
