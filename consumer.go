@@ -627,13 +627,18 @@ func (c *Consumer) fetch(pp *pollPart, recs []Record) ([]Record, error) {
 		v, err := p.Read(pp.pos, maxBytes, log.BoundHighWatermark)
 		if err == nil {
 			pos0 := pp.pos
-			var rest int
-			recs, rest, err = c.decode(pp, v, recs)
-			if err != nil || rest > 0 || maxBytes >= c.opts.FetchBytes ||
-				len(recs) >= c.opts.MaxPollRecords || pp.pos == pos0 {
+			var u viewUse
+			recs, u, err = c.decode(pp, v, recs)
+			if err != nil || u.rest > 0 || maxBytes >= c.opts.FetchBytes ||
+				len(recs) >= c.opts.MaxPollRecords || pp.pos == pos0 ||
+				u.size+u.largest <= maxBytes {
+				// Done, or the read ended where a FetchBytes read would
+				// have too (a batch as large as any seen would have fit:
+				// the segment's end or the high watermark), which a Poll
+				// does not read past.
 				return recs, err
 			}
-			// The read, sized by the estimate, ran out before
+			// The read, cut by the estimate, ran out before
 			// MaxPollRecords: read on from where it ended.
 			resets = -1
 			continue
@@ -684,10 +689,12 @@ func (c *Consumer) readBytes(ap *assignedPart, want int) int {
 	return int(min(n+n/2+16<<10, int64(c.opts.FetchBytes)))
 }
 
-// decode turns the batches of view v into records from pp.pos on. rest is
-// how many bytes of v it left unparsed (MaxPollRecords was reached before
-// them).
-func (c *Consumer) decode(pp *pollPart, v *readpath.View, recs []Record) (_ []Record, rest int, _ error) {
+// viewUse is what decode made of a view: its size, the bytes it left
+// unparsed (MaxPollRecords was reached before them) and its largest batch.
+type viewUse struct{ size, rest, largest int }
+
+// decode turns the batches of view v into records from pp.pos on.
+func (c *Consumer) decode(pp *pollPart, v *readpath.View, recs []Record) (_ []Record, u viewUse, _ error) {
 	p := pp.ap.p
 	n0, bytesRead := len(recs), 0
 	keep := false
@@ -713,6 +720,7 @@ func (c *Consumer) decode(pp *pollPart, v *readpath.View, recs []Record) (_ []Re
 				return fmt.Errorf("folio: %s: %w", p, errs.Mark(err, ErrCorrupt))
 			}
 			buf = rest
+			u.largest = max(u.largest, len(bt))
 			if bt.LastOffset() < pp.pos {
 				continue // the read starts with the batch holding pos
 			}
@@ -756,9 +764,9 @@ func (c *Consumer) decode(pp *pollPart, v *readpath.View, recs []Record) (_ []Re
 				break
 			}
 		}
-		rest = len(buf)
+		u.size, u.rest = bytesRead, len(buf)
 		if n := len(recs) - n0; n > 0 {
-			pp.ap.recBytes = (bytesRead - rest + n - 1) / n
+			pp.ap.recBytes = (bytesRead - u.rest + n - 1) / n
 		}
 		return nil
 	})
@@ -772,7 +780,7 @@ func (c *Consumer) decode(pp *pollPart, v *readpath.View, recs []Record) (_ []Re
 	if len(recs) > n0 || err == nil {
 		c.b.metrics.Consumed(p.Topic(), p.Index(), len(recs)-n0, bytesRead)
 	}
-	return recs, rest, err
+	return recs, u, err
 }
 
 // arenaStart is the first size of the buffer a poll copies record bytes
