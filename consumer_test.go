@@ -682,7 +682,8 @@ func rangeLen(ds []*log.DamagedRangeError) int64 {
 // TestPollFullAcrossBoundedReads checks that a Poll, which reads about what
 // MaxPollRecords takes at the partition's last bytes per record, reads on
 // when records grow larger than that estimate: every Poll still returns
-// MaxPollRecords records while that many are there, in order, intact.
+// MaxPollRecords records while that many are there (all in one segment),
+// in order, intact.
 func TestPollFullAcrossBoundedReads(t *testing.T) {
 	for _, zc := range []bool{false, true} {
 		t.Run(fmt.Sprintf("ZeroCopy=%v", zc), func(t *testing.T) {
