@@ -208,6 +208,11 @@ type assignedPart struct {
 	// range (*log.DamagedRangeError), 0 for none: the next Poll from
 	// there passes over it. Only Poll (under pollMu) touches it.
 	reported int64
+	// recBytes is the bytes per record of the partition's last read, 0
+	// before the first: Poll reads about what MaxPollRecords will take
+	// rather than FetchBytes, whose batch headers it would walk for
+	// nothing. Only Poll (under pollMu) touches it.
+	recBytes int
 }
 
 // heldViews are the read views and decompression buffers that zero-copy
@@ -618,9 +623,25 @@ func (c *Consumer) commit(parts []pollPart) {
 func (c *Consumer) fetch(pp *pollPart, recs []Record) ([]Record, error) {
 	p := pp.ap.p
 	for resets := 0; ; resets++ {
-		v, err := p.Read(pp.pos, c.opts.FetchBytes, log.BoundHighWatermark)
+		maxBytes := c.readBytes(pp.ap, c.opts.MaxPollRecords-len(recs))
+		v, err := p.Read(pp.pos, maxBytes, log.BoundHighWatermark)
 		if err == nil {
-			return c.decode(pp, v, recs)
+			pos0 := pp.pos
+			var u viewUse
+			recs, u, err = c.decode(pp, v, recs)
+			if err != nil || u.rest > 0 || maxBytes >= c.opts.FetchBytes ||
+				len(recs) >= c.opts.MaxPollRecords || pp.pos == pos0 ||
+				u.size+u.largest <= maxBytes {
+				// Done, or the read ended where a FetchBytes read would
+				// have too (a batch as large as any seen would have fit:
+				// the segment's end or the high watermark), which a Poll
+				// does not read past.
+				return recs, err
+			}
+			// The read, cut by the estimate, ran out before
+			// MaxPollRecords: read on from where it ended.
+			resets = -1
+			continue
 		}
 		if errors.Is(err, log.ErrNoData) {
 			return recs, nil
@@ -655,8 +676,25 @@ func (c *Consumer) fetch(pp *pollPart, recs []Record) ([]Record, error) {
 	}
 }
 
+// readBytes is how many bytes of batches to read for want more records of
+// ap: FetchBytes until a read has shown the partition's bytes per record,
+// then want of them with half again and 16 KiB to spare (a read holds
+// whole batches, and its first may start before the position), up to
+// FetchBytes.
+func (c *Consumer) readBytes(ap *assignedPart, want int) int {
+	if ap.recBytes == 0 {
+		return c.opts.FetchBytes
+	}
+	n := int64(want) * int64(ap.recBytes)
+	return int(min(n+n/2+16<<10, int64(c.opts.FetchBytes)))
+}
+
+// viewUse is what decode made of a view: its size, the bytes it left
+// unparsed (MaxPollRecords was reached before them) and its largest batch.
+type viewUse struct{ size, rest, largest int }
+
 // decode turns the batches of view v into records from pp.pos on.
-func (c *Consumer) decode(pp *pollPart, v *readpath.View, recs []Record) ([]Record, error) {
+func (c *Consumer) decode(pp *pollPart, v *readpath.View, recs []Record) (_ []Record, u viewUse, _ error) {
 	p := pp.ap.p
 	n0, bytesRead := len(recs), 0
 	keep := false
@@ -682,6 +720,7 @@ func (c *Consumer) decode(pp *pollPart, v *readpath.View, recs []Record) ([]Reco
 				return fmt.Errorf("folio: %s: %w", p, errs.Mark(err, ErrCorrupt))
 			}
 			buf = rest
+			u.largest = max(u.largest, len(bt))
 			if bt.LastOffset() < pp.pos {
 				continue // the read starts with the batch holding pos
 			}
@@ -725,6 +764,10 @@ func (c *Consumer) decode(pp *pollPart, v *readpath.View, recs []Record) ([]Reco
 				break
 			}
 		}
+		u.size, u.rest = bytesRead, len(buf)
+		if n := len(recs) - n0; n > 0 {
+			pp.ap.recBytes = (bytesRead - u.rest + n - 1) / n
+		}
 		return nil
 	})
 	if c.opts.ZeroCopy && len(recs) > n0 {
@@ -737,7 +780,7 @@ func (c *Consumer) decode(pp *pollPart, v *readpath.View, recs []Record) ([]Reco
 	if len(recs) > n0 || err == nil {
 		p.Delivered(len(recs)-n0, bytesRead)
 	}
-	return recs, err
+	return recs, u, err
 }
 
 // arenaStart is the first size of the buffer a poll copies record bytes

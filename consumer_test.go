@@ -678,3 +678,55 @@ func rangeLen(ds []*log.DamagedRangeError) int64 {
 	}
 	return n
 }
+
+// TestPollFullAcrossBoundedReads checks that a Poll, which reads about what
+// MaxPollRecords takes at the partition's last bytes per record, reads on
+// when records grow larger than that estimate: every Poll still returns
+// MaxPollRecords records while that many are there (all in one segment),
+// in order, intact.
+func TestPollFullAcrossBoundedReads(t *testing.T) {
+	for _, zc := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ZeroCopy=%v", zc), func(t *testing.T) {
+			b := openT(t, t.TempDir(), &Options{CheckpointInterval: -1, RetentionCheckInterval: -1})
+			createTopicT(t, b, "grow", TopicConfig{Partitions: 1, Flush: FlushNone})
+			p := producerT(t, b, nil)
+			ctx := context.Background()
+			const small, large, batch, maxPoll = 300, 300, 10, 100
+			val := func(i int) []byte {
+				v := value("grow", i)
+				if i >= small {
+					v = append(v, bytes.Repeat([]byte{byte(i)}, 2048)...)
+				}
+				return v
+			}
+			for i := 0; i < small+large; i++ {
+				p.ProduceAsync(ctx, &Record{Topic: "grow", Value: val(i)}, nil)
+				if (i+1)%batch == 0 {
+					if err := p.Flush(ctx); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			c := consumerT(t, b, &ConsumerOptions{MaxPollRecords: maxPoll, ZeroCopy: zc})
+			if err := c.Assign(Assignment{Topic: "grow"}); err != nil {
+				t.Fatal(err)
+			}
+			next := 0
+			for next < small+large {
+				recs, err := c.Poll(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := min(maxPoll, small+large-next); len(recs) != want {
+					t.Fatalf("Poll at offset %d returned %d records, want %d", next, len(recs), want)
+				}
+				for _, r := range recs {
+					if r.Offset != int64(next) || !bytes.Equal(r.Value, val(next)) {
+						t.Fatalf("record at offset %d: offset %d, value %.20q", next, r.Offset, r.Value)
+					}
+					next++
+				}
+			}
+		})
+	}
+}

@@ -477,6 +477,12 @@ type pendingBatch struct {
 	recs  []pendingRec
 	mem   int64
 	due   bool // the linger expired
+	// now is the time the batch was opened, in Unix milliseconds: the
+	// timestamp of its records produced without one. A clock read costs
+	// 150 ns on a virtual machine, a third of producing a record, and a
+	// batch is open for at most Linger plus one append, so its records'
+	// calls were all within that of it.
+	now int64
 }
 
 type pendingRec struct {
@@ -526,8 +532,11 @@ func putBuilder(codec record.Codec, b *record.Builder) {
 
 // add puts rec in the open batch and makes sure it will be appended.
 func (pp *prodPart) add(rec *Record, cb func(*Record, error), size int64) error {
-	now := pp.pr.b.opts.Now
-	r := record.Record{Key: rec.Key, Value: rec.Value, Headers: rec.Headers, Timestamp: rec.timestampMillis(now)}
+	r := record.Record{Key: rec.Key, Value: rec.Value, Headers: rec.Headers}
+	stamped := !rec.Timestamp.IsZero()
+	if stamped {
+		r.Timestamp = rec.Timestamp.UnixMilli()
+	}
 	pp.mu.Lock()
 	lagging := false
 	defer func() {
@@ -550,6 +559,10 @@ func (pp *prodPart) add(rec *Record, cb func(*Record, error), size int64) error 
 			return fmt.Errorf("folio: a batch builder for %s: %w", pp.p, err)
 		}
 		pp.cur = getPendingBatch(bld, codec)
+		pp.cur.now = pp.pr.b.opts.Now().UnixMilli()
+	}
+	if !stamped {
+		r.Timestamp = pp.cur.now
 	}
 	if err := pp.cur.bld.Append(r); err != nil {
 		return fmt.Errorf("folio: encoding a record for %s: %w", pp.p, err)

@@ -647,3 +647,45 @@ func TestCompressionExpansionSplits(t *testing.T) {
 		}
 	}
 }
+
+// TestProduceTimestampPerBatch checks how a record produced without a
+// Timestamp is stamped: with the broker clock's time when its batch was
+// opened, read once per batch, while a record's own Timestamp is kept.
+func TestProduceTimestampPerBatch(t *testing.T) {
+	clock := newTestClock(time.UnixMilli(1_700_000_000_000))
+	b := openT(t, t.TempDir(), &Options{Now: clock.Now, CheckpointInterval: -1, RetentionCheckInterval: -1})
+	createTopicT(t, b, "ts", TopicConfig{Partitions: 1})
+	// A long linger keeps the first batch open across the clock's move.
+	p := producerT(t, b, &ProducerOptions{Linger: time.Hour, DisableIdempotence: true})
+	ctx := context.Background()
+	opened := clock.Now()
+	own := time.UnixMilli(1_600_000_000_000)
+	cb := func(_ *Record, err error) {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	p.ProduceAsync(ctx, &Record{Topic: "ts", Value: []byte("a")}, cb)
+	clock.Advance(5 * time.Millisecond)
+	p.ProduceAsync(ctx, &Record{Topic: "ts", Value: []byte("b")}, cb)
+	p.ProduceAsync(ctx, &Record{Topic: "ts", Value: []byte("c"), Timestamp: own}, cb)
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(7 * time.Millisecond)
+	next := clock.Now()
+	p.ProduceAsync(ctx, &Record{Topic: "ts", Value: []byte("d")}, cb)
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := consumerT(t, b, nil)
+	if err := c.Assign(Assignment{Topic: "ts"}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]time.Time{"a": opened, "b": opened, "c": own, "d": next}
+	for _, r := range pollN(t, c, 4) {
+		if w := want[string(r.Value)]; !r.Timestamp.Equal(w) {
+			t.Errorf("record %q: timestamp %v, want %v", r.Value, r.Timestamp, w)
+		}
+	}
+}

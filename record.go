@@ -16,7 +16,9 @@ type Header = record.Header
 // Record is one record, as produced and as consumed.
 //
 // To produce, set Topic, Key (nil: no key), Value, and optionally Headers
-// and Timestamp (zero: the time of the produce call); Partition is used
+// and Timestamp (zero: the time of the produce call, read once per batch,
+// so records that join an open batch carry the time it was opened, earlier
+// by at most ProducerOptions.Linger plus one append); Partition is used
 // only by a Producer with ManualPartitioning. The Producer sets Partition
 // and Offset when the record is acknowledged. The record and the slices it
 // points to must not be changed until then.
@@ -96,15 +98,6 @@ func quoteBytes(b []byte) string {
 		return "nil"
 	}
 	return strconv.Quote(string(b))
-}
-
-// timestampMillis is the record's timestamp as Kafka stores it, the time
-// of the call when none was set.
-func (r *Record) timestampMillis(now func() time.Time) int64 {
-	if r.Timestamp.IsZero() {
-		return now().UnixMilli()
-	}
-	return r.Timestamp.UnixMilli()
 }
 
 // varintLen is the length of v as a zigzag varint, Kafka's record framing.
