@@ -49,7 +49,4 @@
 //     follower's append that keeps the leader's offsets and epochs) is
 //     modelled in the simulator's in-memory log for now; the persistent
 //     epoch cache and follower append come with the log work.
-//   - partition.Replication's BeforeAppend does not see the append's
-//     acks, so the min.insync.replicas check applies to acks=1 appends
-//     too (stricter than Kafka).
 package replica
