@@ -88,3 +88,11 @@ func (m *Mem) notifyLocked() {
 	close(m.changed)
 	m.changed = make(chan struct{})
 }
+
+// SetUnclean sets whether Elect may choose a replica outside the ISR
+// (unclean.leader.election.enable); the Unclean field, under the lock.
+func (m *Mem) SetUnclean(unclean bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.Unclean = unclean
+}

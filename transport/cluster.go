@@ -1,0 +1,59 @@
+package transport
+
+// ClusterBackend is what a Backend that is one broker of a replicating
+// cluster adds (folio.Broker opened with ClusterOptions). The server
+// checks for it by type assertion, so a single-broker Backend stays as it
+// is: it leads every partition, alone in its ISR, at leader epoch 0.
+type ClusterBackend interface {
+	Backend
+	// ClusterBrokers lists every broker of the cluster, this one
+	// included, by id; ok is false when the Backend is a single broker
+	// (the server then answers as one).
+	ClusterBrokers() (brokers []ClusterBroker, ok bool)
+	// PartitionReplicas returns a replicated partition's leader (-1 for
+	// none), leader epoch, replicas and ISR; ok is false for a partition
+	// this broker alone serves (an unreplicated topic).
+	PartitionReplicas(topic string, partition int32) (r PartitionReplicas, ok bool)
+	// CoordinatorID returns the broker that coordinates consumer groups.
+	CoordinatorID() int32
+}
+
+// ClusterBroker is one broker of the cluster as Metadata lists it.
+type ClusterBroker struct {
+	ID   int32
+	Host string
+	Port int32
+}
+
+// PartitionReplicas is a partition's replication state as Metadata
+// answers it.
+type PartitionReplicas struct {
+	Leader      int32
+	LeaderEpoch int32
+	Replicas    []int32
+	ISR         []int32
+}
+
+// cluster returns the Backend's cluster view, and false for a single
+// broker.
+func (s *Server) cluster() (ClusterBackend, []ClusterBroker, bool) {
+	cb, ok := s.b.(ClusterBackend)
+	if !ok {
+		return nil, nil, false
+	}
+	brokers, ok := cb.ClusterBrokers()
+	if !ok {
+		return nil, nil, false
+	}
+	return cb, brokers, true
+}
+
+// clusterBroker returns broker id's entry.
+func clusterBroker(brokers []ClusterBroker, id int32) (ClusterBroker, bool) {
+	for _, b := range brokers {
+		if b.ID == id {
+			return b, true
+		}
+	}
+	return ClusterBroker{}, false
+}
