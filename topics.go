@@ -9,8 +9,8 @@ import (
 
 	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/partition"
-	"github.com/foliolog/folio/replica"
 	"github.com/foliolog/folio/readpath"
+	"github.com/foliolog/folio/replica"
 	"github.com/foliolog/folio/topic"
 )
 
