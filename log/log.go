@@ -169,6 +169,7 @@ type Log struct {
 	hw         atomic.Pointer[mark]
 	endPub     markSeq // endMark, for readers bounded by the log end
 	hwWake     *notifier
+	endWake    *notifier // waiters for the log end (WaitEndFunc)
 	epoch      atomic.Int32
 	truncGen   atomic.Int64 // bumped by every truncation; written under syncMu and appendMu
 	failure    atomic.Pointer[error]
@@ -409,6 +410,7 @@ func (l *Log) publishLocked(start int64) {
 // must be held.
 func (l *Log) publishHWLocked() {
 	l.endPub.store(l.endMark)
+	l.endWake.notify()
 	limit := l.endMark
 	if l.opts.FlushPolicy.mode == flushSync {
 		limit = l.durMark
@@ -467,6 +469,7 @@ func (l *Log) Close() error {
 	l.closed.Store(true)
 	l.syncMu.Unlock()
 	l.hwWake.broadcast()
+	l.endWake.broadcast()
 
 	l.appendMu.Lock()
 	var all []*segEntry

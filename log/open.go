@@ -64,6 +64,7 @@ func Open(fsys vfs.FS, dir string, opts *Options, st State) (*Log, error) {
 		caps:      caps,
 		tree:      btree.NewG[*segEntry](16, lessEntry),
 		hwWake:    newNotifier(),
+		endWake:   newNotifier(),
 		quit:      make(chan struct{}),
 		sealKick:  make(chan struct{}, 1),
 		flushKick: make(chan struct{}, 1),
@@ -71,6 +72,7 @@ func Open(fsys vfs.FS, dir string, opts *Options, st State) (*Log, error) {
 	}
 	l.idle.L = &l.appendMu
 	l.hwWake.level = l.waitLevel
+	l.endWake.level = l.endWaitLevel
 	l.idxFloor.Store(-1)
 	if err := l.load(st); err != nil {
 		l.abandon()

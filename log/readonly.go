@@ -42,6 +42,7 @@ func openReadOnly(fsys vfs.FS, dir string, o Options, st State) (*Log, error) {
 		caps:      caps,
 		tree:      btree.NewG[*segEntry](16, lessEntry),
 		hwWake:    newNotifier(),
+		endWake:   newNotifier(),
 		quit:      make(chan struct{}),
 		sealKick:  make(chan struct{}, 1),
 		flushKick: make(chan struct{}, 1),
@@ -50,6 +51,7 @@ func openReadOnly(fsys vfs.FS, dir string, o Options, st State) (*Log, error) {
 	}
 	l.idle.L = &l.appendMu
 	l.hwWake.level = l.waitLevel
+	l.endWake.level = l.endWaitLevel
 	l.recovery.Clean = st.Clean
 	fi, err := fsys.Stat(l.dir)
 	if err != nil {
@@ -215,6 +217,7 @@ func (l *Log) publishRO(tree *btree.BTreeG[*segEntry], start int64, m mark) {
 	l.snap.Store(newSnapshot(tree, start))
 	l.end.Store(m.offset)
 	l.endPub.store(m)
+	l.endWake.notify()
 	l.durable.Store(min(max(l.ro.recoveryPoint, start), m.offset))
 	if cur := l.hw.Load(); cur != nil && *cur == m {
 		return
@@ -244,6 +247,7 @@ func (l *Log) closeReadOnly() error {
 	sn := l.snap.Load()
 	l.ro.refreshMu.Unlock()
 	l.hwWake.broadcast()
+	l.endWake.broadcast()
 	var errs []error
 	for _, e := range sn.bases {
 		l.caps.forget(&e.capEntry)

@@ -121,6 +121,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	// before TruncateTo returns, so a replica never restarts with epochs
 	// its log does not hold.
 	l.hwWake.truncated(newEnd)
+	l.endWake.truncated(newEnd)
 	if err == nil {
 		if perr := l.persistEpochs(); perr != nil {
 			err = l.fail(perr)

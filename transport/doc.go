@@ -53,9 +53,11 @@
 //
 // # Caveats
 //
-//   - One broker: every partition is led by Options.NodeID at leader epoch
-//     0; Metadata's brokers list and Fetch's replica id leave room for
-//     replication.
+//   - One broker in Metadata: every partition is led by Options.NodeID at
+//     leader epoch 0. Followers' fetches (replica id >= 0) are served as a
+//     Kafka leader serves them when the Backend is a ReplicaBackend (see
+//     01_fetch.go); Metadata with real leaders comes with the wiring of
+//     replication into the root.
 //   - Transactions are not served: a transactional producer gets
 //     TRANSACTIONAL_ID_AUTHORIZATION_FAILED from InitProducerId, a fatal
 //     error in Kafka's clients, rather than a hang.
