@@ -12,9 +12,7 @@ import (
 	"time"
 
 	"github.com/foliolog/folio/errs"
-	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/partition"
-	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/replica"
 	"github.com/foliolog/folio/topic"
 	"github.com/foliolog/folio/transport"
@@ -148,7 +146,16 @@ type cluster struct {
 	opts ClusterOptions
 	meta *replica.Mem
 	inc  int64 // this broker's incarnation
-	link replicaLink
+	// follower copies the partitions this broker follows from their
+	// leaders over the Kafka endpoint (replica.Follower).
+	follower *replica.Follower
+
+	// syncMu guards synced and syncedCh: the metadata version the
+	// manager last brought the roles to, and a channel closed when it
+	// moves (waitSynced).
+	syncMu   sync.Mutex
+	synced   int64
+	syncedCh chan struct{}
 
 	mu    sync.Mutex // guards parts
 	parts map[replica.TopicPartition]*replPart
@@ -164,45 +171,18 @@ type replPart struct {
 	hook *replica.Hook
 	part atomic.Pointer[partition.Partition] // set once the partition is open
 
-	// appendMu guards appended: closed and replaced after every append,
-	// so a follower's fetch waiting at the leader's end wakes.
-	appendMu sync.Mutex
-	appended chan struct{}
-
 	// The role, changed by the manager goroutine only.
-	leader     *replica.Leader
-	following  int32 // the leader followed, -1 none
-	followEpch int32
-	stopFollow context.CancelFunc
-	followDone chan struct{}
+	leader       *replica.Leader
+	followed     bool // handed to the Follower
+	followLeader int32
+	followEpoch  int32
 }
 
-func (rp *replPart) partOrNil() *partition.Partition {
-	if rp == nil {
-		return nil
-	}
-	return rp.part.Load()
-}
-
-func (rp *replPart) appendedChan() <-chan struct{} {
-	rp.appendMu.Lock()
-	defer rp.appendMu.Unlock()
-	return rp.appended
-}
-
-// replHook is the partition's Replication: the replica.Hook, and the
-// signal that the log end moved for followers waiting on it.
+// replHook is the partition's Replication, the replica.Hook, with the
+// partition it belongs to.
 type replHook struct {
 	*replica.Hook
 	rp *replPart
-}
-
-func (h replHook) AfterAppend(ctx context.Context, p *partition.Partition, first, last int64) error {
-	h.rp.appendMu.Lock()
-	close(h.rp.appended)
-	h.rp.appended = make(chan struct{})
-	h.rp.appendMu.Unlock()
-	return h.Hook.AfterAppend(ctx, p, first, last)
 }
 
 func newCluster(b *Broker, o *ClusterOptions) (*cluster, error) {
@@ -216,9 +196,23 @@ func newCluster(b *Broker, o *ClusterOptions) (*cluster, error) {
 	// The incarnation rises with every start, so that the metadata never
 	// readmits what this broker held before a crash (KIP-903).
 	inc := max(time.Now().UnixNano(), opts.Metadata.Incarnation(opts.BrokerID)+1)
-	ctx, cancel := context.WithCancel(context.Background())
-	return &cluster{b: b, opts: opts, meta: opts.Metadata, inc: inc, link: localLinkOf(opts.Metadata),
-		parts: map[replica.TopicPartition]*replPart{}, ctx: ctx, cancel: cancel}, nil
+	c := &cluster{b: b, opts: opts, meta: opts.Metadata, inc: inc,
+		parts: map[replica.TopicPartition]*replPart{}, syncedCh: make(chan struct{})}
+	f, err := replica.NewFollower(&replica.FollowerOptions{
+		ID: opts.BrokerID, Incarnation: inc, Metadata: opts.Metadata, Logger: b.logger,
+		Addr: func(id int32) (string, error) {
+			if addr, ok := opts.Brokers[id]; ok {
+				return addr, nil
+			}
+			return "", fmt.Errorf("folio: broker %d is not in ClusterOptions.Brokers", id)
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.follower = f
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	return c, nil
 }
 
 // replication returns the Replication partition p of topic in opens with:
@@ -234,7 +228,7 @@ func (c *cluster) replication(in topic.Info, p int32) partition.Replication {
 	defer c.mu.Unlock()
 	rp := c.parts[tp]
 	if rp == nil {
-		rp = &replPart{tp: tp, hook: replica.NewHook(tp), appended: make(chan struct{}), following: -1}
+		rp = &replPart{tp: tp, hook: replica.NewHook(tp)}
 		c.parts[tp] = rp
 	}
 	return replHook{rp.hook, rp}
@@ -243,7 +237,6 @@ func (c *cluster) replication(in topic.Info, p int32) partition.Replication {
 // start registers the broker and runs the manager.
 func (c *cluster) start() {
 	c.meta.Register(c.opts.BrokerID, c.inc)
-	c.link.add(c.opts.BrokerID, c.b)
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -255,8 +248,9 @@ func (c *cluster) manage() {
 	tick := time.NewTicker(max(c.opts.LagTime/2, time.Millisecond))
 	defer tick.Stop()
 	for {
-		_, next := c.meta.Changes()
+		v, next := c.meta.Changes()
 		c.sync()
+		c.setSynced(v)
 		select {
 		case <-c.ctx.Done():
 			return
@@ -271,7 +265,6 @@ func (c *cluster) manage() {
 // leads to another in-sync replica (or leaves it leaderless), leaves the
 // ISRs, stops its followers and leaders, and leaves the in-process link.
 func (c *cluster) stop() {
-	c.link.remove(c.opts.BrokerID, c.b)
 	for _, rp := range c.snapshot() {
 		st, err := c.meta.Partition(c.ctx, rp.tp)
 		if err != nil {
@@ -286,17 +279,13 @@ func (c *cluster) stop() {
 			}
 		}
 		if st.InISR(c.opts.BrokerID) || st.Leader == c.opts.BrokerID {
-			if st, err = c.meta.Fence(rp.tp, c.opts.BrokerID); err == nil && st.Leader >= 0 {
-				// As Kafka's controller tells the leader, so that it stops
-				// counting this broker before the next append.
-				c.link.refresh(st.Leader, rp.tp)
-			}
+			_, _ = c.meta.Fence(rp.tp, c.opts.BrokerID)
 		}
 	}
 	c.cancel()
 	c.wg.Wait()
+	_ = c.follower.Close()
 	for _, rp := range c.snapshot() {
-		c.stopFollowing(rp)
 		if rp.leader != nil {
 			_ = rp.leader.Refresh(context.Background())
 			rp.hook.SetLeader(nil)
@@ -395,32 +384,28 @@ func (c *cluster) apply(rp *replPart, st replica.State) {
 		rp.hook.SetLeader(nil)
 		rp.leader = nil
 	}
-	if !slices.Contains(st.Replicas, me) || st.Leader < 0 {
+	if !slices.Contains(st.Replicas, me) {
 		c.stopFollowing(rp)
 		return
 	}
-	if rp.following == st.Leader && rp.followEpch == st.LeaderEpoch {
+	if rp.followed && rp.followLeader == st.Leader && rp.followEpoch == st.LeaderEpoch {
 		return
 	}
+	// A new leader or epoch: follow afresh, reconciling first.
 	c.stopFollowing(rp)
-	ctx, cancel := context.WithCancel(c.ctx)
-	done := make(chan struct{})
-	rp.following, rp.followEpch, rp.stopFollow, rp.followDone = st.Leader, st.LeaderEpoch, cancel, done
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		defer close(done)
-		c.follow(ctx, rp, st.Leader, st.LeaderEpoch)
-	}()
+	if err := c.follower.Follow(rp.tp, rp.part.Load()); err != nil {
+		c.b.logger.Warn("folio: following", "partition", rp.tp.String(), "err", err)
+		return
+	}
+	rp.followed, rp.followLeader, rp.followEpoch = true, st.Leader, st.LeaderEpoch
 }
 
 func (c *cluster) stopFollowing(rp *replPart) {
-	if rp.stopFollow == nil {
+	if !rp.followed {
 		return
 	}
-	rp.stopFollow()
-	<-rp.followDone
-	rp.following, rp.stopFollow, rp.followDone = -1, nil, nil
+	c.follower.Unfollow(rp.tp)
+	rp.followed = false
 }
 
 func (c *cluster) tickLeaders() {
@@ -429,246 +414,6 @@ func (c *cluster) tickLeaders() {
 			_ = ld.Tick(c.ctx)
 		}
 	}
-}
-
-// Fetch sizes and waits of a follower.
-const (
-	followerFetchBytes = 1 << 20
-	followerMaxWait    = 250 * time.Millisecond
-	followerBackoff    = 50 * time.Millisecond
-)
-
-// follow is the follower's loop on partition rp, led by leader in epoch:
-// reconcile, then fetch until ctx ends or the leader refuses (a newer
-// epoch: the manager starts the next loop once the metadata says so).
-func (c *cluster) follow(ctx context.Context, rp *replPart, leader, epoch int32) {
-	part := rp.part.Load()
-	fl := followerLog{part}
-	for {
-		if ctx.Err() != nil {
-			return
-		}
-		le, end, err := c.link.endOffsetForEpoch(ctx, leader, rp.tp, epoch, fl.LastEpoch())
-		if err == nil {
-			var done bool
-			if done, err = replica.Reconcile(fl, le, end); done && err == nil {
-				break
-			}
-		}
-		if err != nil && !c.backoff(ctx, rp, err) {
-			return
-		}
-	}
-	for ctx.Err() == nil {
-		f := replica.Fetch{Replica: c.opts.BrokerID, Incarnation: c.inc, LeaderEpoch: epoch, Offset: part.LogEndOffset()}
-		records, hw, err := c.link.fetch(ctx, leader, rp.tp, f, followerFetchBytes, followerMaxWait)
-		if err == nil && len(records) > 0 {
-			err = appendFollowed(part, records)
-		}
-		if err == nil && hw > part.HighWatermark() {
-			if serr := part.SetHighWatermark(min(hw, part.LogEndOffset())); serr != nil {
-				c.b.logger.Debug("folio: follower high watermark", "partition", rp.tp.String(), "err", serr)
-			}
-		}
-		if err != nil && !c.backoff(ctx, rp, err) {
-			return
-		}
-	}
-}
-
-// backoff waits after a failed step of a follower (a leader not yet
-// leading, fenced, unreachable) and reports whether to go on: until ctx
-// ends, which the manager does once the metadata names another leader or
-// epoch, the follower retries.
-func (c *cluster) backoff(ctx context.Context, rp *replPart, err error) bool {
-	if ctx.Err() != nil {
-		return false
-	}
-	c.b.logger.Debug("folio: follower retries", "partition", rp.tp.String(), "err", err)
-	t := time.NewTimer(followerBackoff)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
-// splitBatches cuts a fetch response's records into whole batches.
-func splitBatches(records []byte) ([]record.Batch, error) {
-	var out []record.Batch
-	for len(records) > 0 {
-		size, err := record.CheckHeader(records)
-		if err == nil && size > len(records) {
-			err = fmt.Errorf("a batch of %d bytes in %d", size, len(records))
-		}
-		if err != nil {
-			return nil, fmt.Errorf("folio: records from the leader: %w", err)
-		}
-		out = append(out, record.Batch(records[:size:size]))
-		records = records[size:]
-	}
-	return out, nil
-}
-
-// appendFollowed appends the leader's batches as they are.
-func appendFollowed(p *partition.Partition, records []byte) error {
-	batches, err := splitBatches(records)
-	if err != nil {
-		return err
-	}
-	_, _, err = p.AppendFollower(batches...)
-	return err
-}
-
-// followerLog is a partition as replica.Reconcile sees it.
-type followerLog struct{ p *partition.Partition }
-
-func (f followerLog) LogEndOffset() int64 { return f.p.LogEndOffset() }
-func (f followerLog) LastEpoch() int32    { return f.p.Log().LatestEpoch() }
-func (f followerLog) EndOffsetForEpoch(epoch int32) (int32, int64) {
-	return f.p.EndOffsetForEpoch(epoch)
-}
-func (f followerLog) TruncateTo(offset int64) error { return f.p.TruncateTo(offset) }
-
-// serveEndOffsetForEpoch is a leader's answer to a follower's
-// OffsetForLeaderEpoch: only in the leader's own epoch (KIP-320).
-func (c *cluster) serveEndOffsetForEpoch(tp replica.TopicPartition, currentEpoch, epoch int32) (int32, int64, error) {
-	rp := c.part(tp)
-	if rp == nil || rp.part.Load() == nil {
-		return -1, -1, fmt.Errorf("%w: %s", replica.ErrNotLeader, tp)
-	}
-	ld := rp.hook.Leader()
-	if ld == nil {
-		return -1, -1, fmt.Errorf("%w: %s: broker %d follows", replica.ErrNotLeader, tp, c.opts.BrokerID)
-	}
-	if err := ld.CheckEpoch(currentEpoch); err != nil {
-		return -1, -1, err
-	}
-	le, end := rp.part.Load().EndOffsetForEpoch(epoch)
-	return le, end, nil
-}
-
-// serveFetch is a leader's answer to a follower's fetch: it records the
-// follower's position (replica.Leader.Fetched), then returns the batches
-// from f.Offset up to the log end, waiting up to maxWait for one, with
-// the high watermark.
-func (c *cluster) serveFetch(ctx context.Context, tp replica.TopicPartition, f replica.Fetch, maxBytes int, maxWait time.Duration) ([]byte, int64, error) {
-	rp := c.part(tp)
-	part := rp.partOrNil()
-	if part == nil {
-		return nil, -1, fmt.Errorf("%w: %s", replica.ErrNotLeader, tp)
-	}
-	ld := rp.hook.Leader()
-	if ld == nil {
-		return nil, -1, fmt.Errorf("%w: %s: broker %d follows", replica.ErrNotLeader, tp, c.opts.BrokerID)
-	}
-	if _, err := ld.Fetched(ctx, f); err != nil {
-		return nil, -1, err
-	}
-	t := time.NewTimer(maxWait)
-	defer t.Stop()
-	for {
-		more := rp.appendedChan()
-		v, err := part.Read(f.Offset, maxBytes, log.BoundLogEnd)
-		if err == nil {
-			b, berr := v.Bytes()
-			out := slices.Clone(b)
-			v.Release()
-			hw, _ := ld.HighWatermark()
-			return out, hw, berr
-		}
-		if !errors.Is(err, log.ErrNoData) {
-			return nil, -1, err
-		}
-		select {
-		case <-more:
-		case <-t.C:
-			hw, _ := ld.HighWatermark()
-			return nil, hw, nil
-		case <-ctx.Done():
-			return nil, -1, context.Cause(ctx)
-		}
-	}
-}
-
-// replicaLink is how a follower reaches its leader: OffsetForLeaderEpoch
-// and Fetch as a follower sends them. The in-process link (localLink)
-// calls the leader Broker directly; Kafka's Fetch over the network (the
-// transport's follower fetch) is the link across processes.
-type replicaLink interface {
-	endOffsetForEpoch(ctx context.Context, leader int32, tp replica.TopicPartition, currentEpoch, epoch int32) (int32, int64, error)
-	fetch(ctx context.Context, leader int32, tp replica.TopicPartition, f replica.Fetch, maxBytes int, maxWait time.Duration) ([]byte, int64, error)
-	// refresh has the leader adopt the metadata's state of tp now.
-	refresh(leader int32, tp replica.TopicPartition)
-	add(id int32, b *Broker)
-	remove(id int32, b *Broker)
-}
-
-// localLink connects the brokers of one process opened on one Metadata.
-type localLink struct {
-	mu      sync.Mutex
-	brokers map[int32]*Broker
-}
-
-var (
-	localLinksMu sync.Mutex
-	localLinks   = map[*replica.Mem]*localLink{}
-)
-
-func localLinkOf(m *replica.Mem) *localLink {
-	localLinksMu.Lock()
-	defer localLinksMu.Unlock()
-	l := localLinks[m]
-	if l == nil {
-		l = &localLink{brokers: map[int32]*Broker{}}
-		localLinks[m] = l
-	}
-	return l
-}
-
-func (l *localLink) add(id int32, b *Broker) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.brokers[id] = b
-}
-
-func (l *localLink) remove(id int32, b *Broker) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.brokers[id] == b {
-		delete(l.brokers, id)
-	}
-}
-
-// errBrokerUnreachable is a leader the link does not reach (stopped).
-var errBrokerUnreachable = errs.New("folio: broker unreachable", kerr.BrokerNotAvailable)
-
-func (l *localLink) peer(id int32) (*cluster, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	b := l.brokers[id]
-	if b == nil || b.cluster == nil {
-		return nil, fmt.Errorf("%w: %d", errBrokerUnreachable, id)
-	}
-	return b.cluster, nil
-}
-
-func (l *localLink) endOffsetForEpoch(_ context.Context, leader int32, tp replica.TopicPartition, currentEpoch, epoch int32) (int32, int64, error) {
-	c, err := l.peer(leader)
-	if err != nil {
-		return -1, -1, err
-	}
-	return c.serveEndOffsetForEpoch(tp, currentEpoch, epoch)
-}
-
-func (l *localLink) fetch(ctx context.Context, leader int32, tp replica.TopicPartition, f replica.Fetch, maxBytes int, maxWait time.Duration) ([]byte, int64, error) {
-	c, err := l.peer(leader)
-	if err != nil {
-		return nil, -1, err
-	}
-	return c.serveFetch(ctx, tp, f, maxBytes, maxWait)
 }
 
 // errReplicatedChange refuses a change the cluster does not replicate
@@ -780,16 +525,56 @@ func (b *Broker) CoordinatorID() int32 {
 	return b.cluster.coordinatorID()
 }
 
-func (l *localLink) refresh(leader int32, tp replica.TopicPartition) {
-	c, err := l.peer(leader)
-	if err != nil {
-		return
+var _ transport.ClusterBackend = (*Broker)(nil)
+
+// setSynced records that the roles match metadata version v.
+func (c *cluster) setSynced(v int64) {
+	c.syncMu.Lock()
+	defer c.syncMu.Unlock()
+	if v > c.synced {
+		c.synced = v
+		close(c.syncedCh)
+		c.syncedCh = make(chan struct{})
 	}
-	if rp := c.part(tp); rp != nil {
-		if ld := rp.hook.Leader(); ld != nil {
-			_ = ld.Refresh(context.Background())
+}
+
+// waitSynced waits until the manager has brought the roles to metadata
+// version v or later: a leader has then adopted an ISR the controller
+// changed.
+func (c *cluster) waitSynced(ctx context.Context, v int64) error {
+	for {
+		c.syncMu.Lock()
+		done, ch := c.synced >= v, c.syncedCh
+		c.syncMu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return context.Cause(ctx)
 		}
 	}
 }
 
-var _ transport.ClusterBackend = (*Broker)(nil)
+// PartitionLeader returns this broker's leadership of a replicated
+// partition, for the Kafka endpoint to serve followers' fetches
+// (transport.ReplicaBackend); an error matching NOT_LEADER_OR_FOLLOWER
+// when it does not lead it.
+func (b *Broker) PartitionLeader(topicName string, p int32) (transport.PartitionLeader, error) {
+	tp := replica.TopicPartition{Topic: topicName, Partition: p}
+	if b.cluster == nil {
+		return nil, fmt.Errorf("%w: %s: not replicated", replica.ErrNotLeader, tp)
+	}
+	rp := b.cluster.part(tp)
+	if rp == nil {
+		return nil, fmt.Errorf("%w: %s: not a replica here", replica.ErrNotLeader, tp)
+	}
+	ld := rp.hook.Leader()
+	if ld == nil {
+		return nil, fmt.Errorf("%w: %s: broker %d follows", replica.ErrNotLeader, tp, b.cluster.opts.BrokerID)
+	}
+	return ld, nil
+}
+
+var _ transport.ReplicaBackend = (*Broker)(nil)

@@ -252,6 +252,12 @@ func TestClusterWithKafkaClients(t *testing.T) {
 	// A second: the ISR is the leader alone, below min.insync.replicas.
 	tc.stop(2)
 	tc.waitState(ctx, tp, func(s replica.State) bool { return !s.InISR(2) })
+	// The leader has adopted the shrunk ISR (as Kafka's leader learns it
+	// from the controller) before the next produce.
+	v, _ := tc.meta.Changes()
+	if err := tc.brokers[1].cluster.waitSynced(ctx, v); err != nil {
+		t.Fatal(err)
+	}
 	end := tc.brokers[1].mustPart(t, topicName).LogEndOffset()
 	if code := produceRaw(ctx, t, adm, 1, topicName, mresp.Topics[0].TopicID, "below-min-isr"); code != kerr.NotEnoughReplicas.Code {
 		t.Fatalf("acks=all produce with the ISR below min: code %d", code)
