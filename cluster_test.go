@@ -216,6 +216,23 @@ func TestClusterWithKafkaClients(t *testing.T) {
 		t.Fatalf("produce to a follower: code %d", code)
 	}
 
+	// And a consumer's fetch.
+	freq := kmsg.NewPtrFetchRequest()
+	freq.ReplicaID, freq.MaxBytes = -1, 1<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic, ft.TopicID = topicName, mresp.Topics[0].TopicID
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.PartitionMaxBytes = 1 << 20
+	ft.Partitions = append(ft.Partitions, fp)
+	freq.Topics = append(freq.Topics, ft)
+	fresp, err := freq.RequestWith(ctx, adm.Broker(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := fresp.Topics[0].Partitions[0].ErrorCode; code != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("consumer fetch from a follower: code %d", code)
+	}
+
 	consumeAll := func(want []string, opts ...kgo.Opt) *kgo.Client {
 		t.Helper()
 		cl := clusterClient(t, tc.book[3], append([]kgo.Opt{kgo.ConsumeTopics(topicName)}, opts...)...)

@@ -1,5 +1,11 @@
 package transport
 
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
 // ClusterBackend is what a Backend that is one broker of a replicating
 // cluster adds (folio.Broker opened with ClusterOptions). The server
 // checks for it by type assertion, so a single-broker Backend stays as it
@@ -56,4 +62,19 @@ func clusterBroker(brokers []ClusterBroker, id int32) (ClusterBroker, bool) {
 		}
 	}
 	return ClusterBroker{}, false
+}
+
+// consumerFetchable refuses a consumer's fetch of a replicated partition
+// on a broker that does not lead it with NOT_LEADER_OR_FOLLOWER, as
+// Kafka does without follower fetching (KIP-392): the client refreshes its
+// metadata and fetches from the leader.
+func (s *Server) consumerFetchable(topicName string, p int32) error {
+	cb, _, ok := s.cluster()
+	if !ok {
+		return nil
+	}
+	if pr, ok := cb.PartitionReplicas(topicName, p); ok && pr.Leader != s.opts.NodeID {
+		return fmt.Errorf("%w: %s-%d is led by broker %d, not %d", kerr.NotLeaderForPartition, topicName, p, pr.Leader, s.opts.NodeID)
+	}
+	return nil
 }
