@@ -273,8 +273,11 @@ func (c *cluster) stop() {
 		if st.Leader == c.opts.BrokerID {
 			next := slices.IndexFunc(st.ISR, func(m replica.Member) bool { return m.ID != c.opts.BrokerID })
 			if next >= 0 {
-				if _, _, err := c.meta.Elect(rp.tp, st.ISR[next].ID); err == nil {
-					continue
+				if st2, _, err := c.meta.Elect(rp.tp, st.ISR[next].ID); err == nil {
+					st = st2 // led by another now; out of its ISR below
+					if ld := rp.hook.Leader(); ld != nil {
+						_ = ld.Refresh(c.ctx) // fenced: it admits no more appends
+					}
 				}
 			}
 		}

@@ -78,3 +78,28 @@ func (s *Server) consumerFetchable(topicName string, p int32) error {
 	}
 	return nil
 }
+
+// leaderEpochCheck answers a client's request on a replicated partition
+// carrying its current leader epoch (ListOffsets, KIP-320), as a Kafka
+// leader does: NOT_LEADER_OR_FOLLOWER on a broker that does not lead it,
+// FENCED_LEADER_EPOCH for an older epoch, UNKNOWN_LEADER_EPOCH for a newer
+// one (-1 skips the check). It returns the leader epoch to answer with,
+// and ok false for a partition this broker alone serves.
+func (s *Server) leaderEpochCheck(topicName string, p, current int32) (epoch int32, ok bool, err error) {
+	cb, _, clustered := s.cluster()
+	if !clustered {
+		return 0, false, nil
+	}
+	pr, ok := cb.PartitionReplicas(topicName, p)
+	switch {
+	case !ok:
+		return 0, false, nil
+	case pr.Leader != s.opts.NodeID:
+		return pr.LeaderEpoch, true, fmt.Errorf("%w: %s-%d is led by broker %d", kerr.NotLeaderForPartition, topicName, p, pr.Leader)
+	case current >= 0 && current < pr.LeaderEpoch:
+		return pr.LeaderEpoch, true, fmt.Errorf("%w: %s-%d: epoch %d, the leader's is %d", kerr.FencedLeaderEpoch, topicName, p, current, pr.LeaderEpoch)
+	case current > pr.LeaderEpoch:
+		return pr.LeaderEpoch, true, fmt.Errorf("%w: %s-%d: epoch %d, the leader's is %d", kerr.UnknownLeaderEpoch, topicName, p, current, pr.LeaderEpoch)
+	}
+	return pr.LeaderEpoch, true, nil
+}
