@@ -435,3 +435,30 @@ func TestClusterLeaderFailover(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterOptionsValidate: each bad field is refused by name at Open,
+// nothing opened.
+func TestClusterOptionsValidate(t *testing.T) {
+	meta := replica.NewMem()
+	book := map[int32]string{1: "127.0.0.1:9092", 2: "127.0.0.1:9093"}
+	for _, c := range []struct {
+		o    ClusterOptions
+		want string
+	}{
+		{ClusterOptions{BrokerID: -1, Metadata: meta, Brokers: book}, "BrokerID"},
+		{ClusterOptions{BrokerID: 1, Brokers: book}, "Metadata"},
+		{ClusterOptions{BrokerID: 3, Metadata: meta, Brokers: book}, "Brokers"},
+		{ClusterOptions{BrokerID: 1, Metadata: meta, Brokers: book, ReplicationFactor: 3}, "ReplicationFactor"},
+		{ClusterOptions{BrokerID: 1, Metadata: meta, Brokers: book, MinInsyncReplicas: -1}, "MinInsyncReplicas"},
+		{ClusterOptions{BrokerID: 1, Metadata: meta, Brokers: map[int32]string{1: "nohost"}}, "Brokers[1]"},
+	} {
+		b, err := Open(filepath.Join(t.TempDir(), "d"), &Options{Cluster: &c.o})
+		if err == nil {
+			_ = b.Close()
+			t.Fatalf("%+v opened", c.o)
+		}
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("%+v: %v, want ErrInvalidConfig naming %s", c.o, err, c.want)
+		}
+	}
+}
