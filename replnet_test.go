@@ -432,7 +432,8 @@ var rnBenchMiB = flag.Int("replnet-mib", 64, "MiB the leader holds in BenchmarkR
 // holding -replnet-mib MiB of 1 KiB records over loopback (fetch, append
 // to its own log under FlushNone), beside the same run's plain consumer
 // fetch of the same bytes from the same endpoint (a kmsg fetch loop with
-// the follower's fetch sizes, discarding the records). Bytes/s is the
+// the follower's fetch sizes, discarding the records) and the follower's
+// local half alone (append-only: the same batches appended from memory). Bytes/s is the
 // leader's log size over the time to copy it.
 func BenchmarkReplicationCatchUp(b *testing.B) {
 	cfg := topic.Config{Flush: log.FlushNone}
@@ -483,6 +484,44 @@ func BenchmarkReplicationCatchUp(b *testing.B) {
 			b.StopTimer()
 			f.Close()
 			b.StartTimer()
+		}
+	})
+	// The follower's local half alone: the leader's batches, read in
+	// memory first, appended to a fresh partition in 8 MiB calls, as the
+	// follower appends each fetch response (CRC checks and writes).
+	b.Run("append-only", func(b *testing.B) {
+		var chunks [][]record.Batch
+		for offset := int64(0); offset < end; {
+			v, err := leader.p.Read(offset, 8<<20, log.BoundLogEnd)
+			if err != nil {
+				b.Fatal(err)
+			}
+			data, err := v.Bytes()
+			if err != nil {
+				b.Fatal(err)
+			}
+			data = slices.Clone(data)
+			v.Release()
+			var chunk []record.Batch
+			for rest := data; len(rest) > 0; {
+				bt, r, err := record.Parse(rest)
+				if err != nil {
+					b.Fatal(err)
+				}
+				chunk, rest, offset = append(chunk, bt), r, bt.LastOffset()+1
+			}
+			chunks = append(chunks, chunk)
+		}
+		b.SetBytes(size)
+		for b.Loop() {
+			b.StopTimer()
+			fb := startRNBroker(b, 2, cfg)
+			b.StartTimer()
+			for _, c := range chunks {
+				if _, _, err := fb.p.AppendFollower(c...); err != nil {
+					b.Fatal(err)
+				}
+			}
 		}
 	})
 	b.Run("consumer", func(b *testing.B) {

@@ -43,6 +43,9 @@ type Partition struct {
 	repl    Replication   // nil: SingleNode
 	now     func() time.Time
 
+	// recordsOut and bytesOut count what Delivered reported since Open.
+	recordsOut, bytesOut atomic.Int64
+
 	deleted atomic.Bool
 	// failedSeen is set when an append met the log's fail-stop state.
 	failedSeen atomic.Bool

@@ -24,6 +24,24 @@ func (p *Partition) Read(offset int64, maxBytes int, bound log.Bound) (*readpath
 	return p.log.ReadBounded(offset, maxBytes, bound)
 }
 
+// Delivered records that records read from the partition, from batches of
+// bytes bytes, were handed to a consumer (an in-process consumer's poll, a
+// Kafka client's fetch): it adds them to the counters Out returns and
+// reports them to Options.Metrics. Read does not count by itself, since
+// only its caller knows how many records of the view it hands on. Two
+// atomic adds: it takes no lock.
+func (p *Partition) Delivered(records, bytes int) {
+	p.recordsOut.Add(int64(records))
+	p.bytesOut.Add(int64(bytes))
+	p.metrics.Consumed(p.topic, p.index, records, bytes)
+}
+
+// Out returns what Delivered counted since Open: records and the bytes of
+// the batches they came from.
+func (p *Partition) Out() (records, bytes int64) {
+	return p.recordsOut.Load(), p.bytesOut.Load()
+}
+
 // Wait returns nil as soon as a record at or beyond offset is below the
 // high watermark, ctx's error when it ends first, and an error wrapping
 // ErrClosed when the partition closes. It does not poll. Waits are bounded

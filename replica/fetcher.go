@@ -158,7 +158,8 @@ type followed struct {
 	leader     int32
 	epoch      int32 // the current leader epoch, as the Metadata said
 	reconciled bool
-	stale      bool // the Metadata must be read again before the next fetch
+	stale      bool      // the Metadata must be read again before the next fetch
+	retryAt    time.Time // after a refusal or a failure: no request for it before then
 }
 
 // NewFollower returns a Follower that follows nothing yet.
@@ -336,7 +337,11 @@ func (l *fetchLoop) run(ctx context.Context) {
 		// Partitions whose leader or epoch may have changed read the
 		// Metadata first; those led elsewhere move to that loop.
 		var fetchable []*followed
+		now := time.Now()
 		for _, fp := range parts {
+			if now.Before(fp.retryAt) {
+				continue
+			}
 			if fp.stale || l.leader < 0 || l.leader == l.f.o.ID {
 				if !l.refresh(ctx, fp) {
 					continue
@@ -511,6 +516,7 @@ func (l *fetchLoop) reconcile(ctx context.Context, broker *kgo.Broker, parts []*
 			done, err := l.truncate(fp, rp.LeaderEpoch, rp.EndOffset)
 			if err != nil {
 				l.f.o.Logger.Error("replica: reconciling", "partition", fp.tp.String(), "err", err)
+				fp.retryAt = time.Now().Add(l.f.o.Backoff)
 			} else {
 				fp.reconciled = done
 			}
@@ -534,10 +540,11 @@ func (l *fetchLoop) truncate(fp *followed, leaderEpoch int32, leaderEnd int64) (
 // partitionError handles a partition's error code: a changed leadership
 // re-reads the metadata, an offset out of range reconciles again.
 func (l *fetchLoop) partitionError(fp *followed, err error) {
+	fp.retryAt = time.Now().Add(l.f.o.Backoff)
 	switch {
 	case errors.Is(err, kerr.OffsetOutOfRange):
 		fp.reconciled = false
-		l.f.o.Logger.Warn("replica: fetch offset out of range", "partition", fp.tp.String(), "offset", fp.p.LogEndOffset())
+		l.f.o.Logger.Warn("replica: fetch offset out of range", "partition", fp.tp.String(), "leader", l.leader)
 	default:
 		// FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH,
 		// NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, ...: the
@@ -556,6 +563,7 @@ func (l *fetchLoop) fetch(ctx context.Context, broker *kgo.Broker, parts []*foll
 	req.MinBytes, req.MaxBytes = l.f.o.MinBytes, l.f.o.MaxBytes
 	req.SessionID, req.SessionEpoch = 0, -1
 	byTopic := map[string]int{}
+	ids := map[[16]byte]string{}
 	var asked []*followed
 	for _, fp := range parts {
 		fp.mu.Lock()
@@ -566,6 +574,7 @@ func (l *fetchLoop) fetch(ctx context.Context, broker *kgo.Broker, parts []*foll
 		if removed {
 			continue
 		}
+		ids[id] = fp.tp.Topic
 		i, ok := byTopic[fp.tp.Topic]
 		if !ok {
 			i = len(req.Topics)
@@ -592,10 +601,6 @@ func (l *fetchLoop) fetch(ctx context.Context, broker *kgo.Broker, parts []*foll
 	resp := kresp.(*kmsg.FetchResponse)
 	if resp.ErrorCode != 0 {
 		return fmt.Errorf("replica: Fetch from %d: %w", l.leader, kerr.ErrorForCode(resp.ErrorCode))
-	}
-	ids := map[[16]byte]string{}
-	for _, fp := range asked {
-		ids[[16]byte(fp.p.TopicID())] = fp.tp.Topic
 	}
 	answers := map[TopicPartition]*kmsg.FetchResponseTopicPartition{}
 	for ti := range resp.Topics {
@@ -634,7 +639,7 @@ func (l *fetchLoop) apply(fp *followed, rp *kmsg.FetchResponseTopicPartition) {
 		done, err := l.truncate(fp, rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset)
 		if err != nil {
 			l.f.o.Logger.Error("replica: truncating at a diverging epoch", "partition", fp.tp.String(), "err", err)
-			fp.reconciled = false
+			fp.reconciled, fp.retryAt = false, time.Now().Add(l.f.o.Backoff)
 			return
 		}
 		fp.reconciled = done
@@ -655,6 +660,7 @@ func (l *fetchLoop) apply(fp *followed, rp *kmsg.FetchResponseTopicPartition) {
 	if len(batches) > 0 {
 		if _, _, err := fp.p.AppendFollower(batches...); err != nil {
 			l.f.o.Logger.Error("replica: appending the leader's batches", "partition", fp.tp.String(), "err", err)
+			fp.retryAt = time.Now().Add(l.f.o.Backoff)
 			if errors.Is(err, log.ErrNotAtLogEnd) || errors.Is(err, log.ErrEpochRegressed) {
 				fp.reconciled = false
 			}

@@ -179,10 +179,16 @@ func handleFetch(ctx context.Context, rc *reqCtx, kreq kmsg.Request) (response, 
 	for {
 		resp, failed := s.readFetch(req, names, targets, follower)
 		if failed || resp.bytes() >= int64(req.MinBytes) || maxWait == 0 {
+			if !follower {
+				countDelivered(req, resp, targets)
+			}
 			return resp, nil
 		}
 		select {
 		case <-deadline.C:
+			if !follower {
+				countDelivered(req, resp, targets)
+			}
 			return resp, nil
 		default:
 		}
@@ -218,6 +224,9 @@ func handleFetch(ctx context.Context, rc *reqCtx, kreq kmsg.Request) (response, 
 		cancels = cancels[:0]
 		if stop {
 			resp, _ := s.readFetch(req, names, targets, follower)
+			if !follower {
+				countDelivered(req, resp, targets)
+			}
 			return resp, nil
 		}
 	}

@@ -269,14 +269,14 @@ func TestFollowerFetch(t *testing.T) {
 	ts.onPark.Store(&onPark)
 	done := make(chan kmsg.FetchResponseTopicPartition, 1)
 	start := time.Now()
-	go func() { done <- fetch(16, "r", 2, 2, 5, 60_000) }()
+	go func() { done <- fetch(16, "r", 2, 2, 5, 20_000) }()
 	<-parked
 	appendEpoch(t, p, 2, 1)
 	r := <-done
 	if len(r.RecordBatches) == 0 || r.ErrorCode != 0 {
 		t.Fatalf("parked fetch: code %d, %d bytes", r.ErrorCode, len(r.RecordBatches))
 	}
-	if el := time.Since(start); el > 30*time.Second {
+	if el := time.Since(start); el > 10*time.Second {
 		t.Fatalf("the parked fetch answered after %v: it waited out its MaxWait instead of waking on the append", el)
 	}
 }
