@@ -41,6 +41,9 @@ type Broker struct {
 	// groups is the consumer-group state (group.go), from the first group
 	// call (or Open, when the offsets topic exists) until Close.
 	groups brokerGroups
+	// cluster is the replication wiring (cluster.go); nil for one broker
+	// and for a read-only Broker.
+	cluster *cluster
 
 	// topicsMu serialises topic changes (create, delete, add partitions)
 	// with each other and with Close, and is held while the partitions'
@@ -210,6 +213,13 @@ func open(dir string, o Options, lk *dirLock) (_ *Broker, retErr error) {
 		_ = cat.Close()
 		return nil, err
 	}
+	if o.Cluster != nil && !b.readOnly {
+		// Before the partitions: the replicated ones open with its hooks.
+		if b.cluster, err = newCluster(b, o.Cluster); err != nil {
+			_ = cat.Close()
+			return nil, err
+		}
+	}
 	topics, err := b.openTopics(infos, ckpt, clean)
 	if err != nil {
 		_ = cat.Close()
@@ -235,6 +245,9 @@ func open(dir string, o Options, lk *dirLock) (_ *Broker, retErr error) {
 		"cleanAt", cleanAt, "topics", len(topics), "readOnly", b.readOnly)
 	if !b.readOnly && o.CheckpointInterval > 0 {
 		b.goFunc(b.checkpointLoop)
+	}
+	if b.cluster != nil {
+		b.cluster.start()
 	}
 	return b, nil
 }
@@ -341,9 +354,13 @@ func (b *Broker) openPartition(in topic.Info, p int32, st log.State) (*brokerPar
 		m, name := b.metrics, in.Name
 		times.onSync = func(d time.Duration) { m.Fsynced(name, p, d) }
 	}
-	part, err := partition.Open(timedFS{FS: b.fs, times: times}, b.catalog.PartitionDir(in.Name, p), in, p, st, b.partitionOptions(in, p))
+	opts := b.partitionOptions(in, p)
+	part, err := partition.Open(timedFS{FS: b.fs, times: times}, b.catalog.PartitionDir(in.Name, p), in, p, st, opts)
 	if err != nil {
 		return nil, fmt.Errorf("folio: %w", err)
+	}
+	if h, ok := opts.Replication.(replHook); ok {
+		h.rp.part.Store(part)
 	}
 	return &brokerPart{Partition: part, syncs: times}, nil
 }
@@ -351,7 +368,12 @@ func (b *Broker) openPartition(in topic.Info, p int32, st log.State) (*brokerPar
 // partitionOptions are the options of partition p of topic in: what the
 // Broker shares between its partitions, and the partition's snapshot file.
 func (b *Broker) partitionOptions(in topic.Info, p int32) *partition.Options {
+	var repl partition.Replication
+	if b.cluster != nil {
+		repl = b.cluster.replication(in, p)
+	}
 	return &partition.Options{
+		Replication:            repl,
 		Logger:                 b.logger,
 		Metrics:                b.metrics,
 		Snapshots:              snapshotFile{d: &b.snapshots, name: snapshotName(in.ID, p)},
@@ -503,6 +525,11 @@ func (b *Broker) Close() error {
 			errs = append(errs, err)
 		}
 	}
+	if b.cluster != nil {
+		// A controlled shutdown: leaderships handed over, the ISRs left,
+		// followers stopped, before the logs close.
+		b.cluster.stop()
+	}
 	// Group members and the coordinator stop before the logs they write
 	// to close (group.go).
 	if err := b.closeGroups(); err != nil {
@@ -579,6 +606,9 @@ func (b *Broker) writable() error {
 // lookup returns a topic's partition.
 func (b *Broker) lookup(name string, p int32) (*brokerPart, error) {
 	ts, ok := (*b.topics.Load())[name]
+	if !ok && b.cluster != nil && b.cluster.ensureTopic(name) {
+		ts, ok = (*b.topics.Load())[name]
+	}
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownTopic, name)
 	}

@@ -87,6 +87,22 @@
 // ends while it waits for the acknowledgement, the record's fate is unknown
 // (ErrUnknownOutcome): it may still be written.
 //
+// # Replication
+//
+// With Options.Cluster, several Brokers replicate topics between them as
+// Kafka brokers do (see ClusterOptions): a topic created through any of
+// them gets ReplicationFactor replicas per partition, each partition has
+// one leader per leader epoch, which takes produce, and followers that
+// copy it over the Kafka endpoint. An acks=all append (the default)
+// returns once every in-sync replica holds it, and is refused with
+// NOT_ENOUGH_REPLICAS, nothing written, while fewer than
+// MinInsyncReplicas are in sync. Close is a controlled shutdown: the
+// partitions a Broker leads move to another in-sync replica first. The
+// cluster's metadata is shared in memory, so the Brokers of one cluster
+// live in one process until the metadata moves to Raft;
+// __consumer_offsets is not replicated yet (one broker coordinates every
+// group).
+//
 // # The data directory
 //
 // Besides the topic catalog (topic.CatalogFile) and the partition

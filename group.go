@@ -388,6 +388,9 @@ func (g *GroupConsumer) close() error {
 // creates __consumer_offsets on first use; a read-only Broker has none
 // (ErrReadOnly), but its GroupLag works.
 func (b *Broker) GroupCoordinator() (*group.Coordinator, error) {
+	if b.cluster != nil && b.cluster.coordinatorID() != b.cluster.opts.BrokerID {
+		return nil, fmt.Errorf("%w: broker %d does, with an unreplicated %s", errNotCoordinator, b.cluster.coordinatorID(), group.OffsetsTopic)
+	}
 	return b.groups.coordinator(b)
 }
 

@@ -107,6 +107,11 @@ type Options struct {
 	// the operating system's files. A vfs/faultfs.FS here fails writes and
 	// cuts power in tests of code built on the Broker.
 	FS vfs.FS
+
+	// Cluster makes the Broker one of several replicating topics between
+	// them (see ClusterOptions). Default nil: one broker, every partition
+	// its own leader, as before replication.
+	Cluster *ClusterOptions
 }
 
 // withDefaults returns a copy of o (nil allowed) with zero fields set to

@@ -17,6 +17,11 @@ func (b *Broker) TopicInfos() ([]topic.Info, error) {
 	if b.closed.Load() {
 		return nil, ErrClosed
 	}
+	if b.cluster != nil {
+		for _, rec := range b.cluster.meta.Topics() {
+			b.cluster.ensureTopic(rec.Name)
+		}
+	}
 	m := *b.topics.Load()
 	out := make([]topic.Info, 0, len(m))
 	for _, ts := range m {
@@ -33,6 +38,9 @@ func (b *Broker) TopicInfo(name string) (topic.Info, error) {
 		return topic.Info{}, ErrClosed
 	}
 	ts, ok := (*b.topics.Load())[name]
+	if !ok && b.cluster != nil && b.cluster.ensureTopic(name) {
+		ts, ok = (*b.topics.Load())[name]
+	}
 	if !ok {
 		return topic.Info{}, fmt.Errorf("%w: %q", ErrUnknownTopic, name)
 	}
@@ -48,6 +56,13 @@ func (b *Broker) TopicInfoByID(id topic.ID) (topic.Info, error) {
 	for _, ts := range *b.topics.Load() {
 		if ts.info.ID == id {
 			return ts.topicInfo(), nil
+		}
+	}
+	if b.cluster != nil {
+		for _, rec := range b.cluster.meta.Topics() {
+			if rec.ID == id && b.cluster.ensureTopic(rec.Name) {
+				return b.TopicInfo(rec.Name)
+			}
 		}
 	}
 	return topic.Info{}, fmt.Errorf("%w: id %s", ErrUnknownTopic, id)

@@ -10,6 +10,7 @@ import (
 	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/partition"
 	"github.com/foliolog/folio/readpath"
+	"github.com/foliolog/folio/replica"
 	"github.com/foliolog/folio/topic"
 )
 
@@ -149,6 +150,28 @@ func (b *Broker) CreateTopic(name string, cfg TopicConfig) (TopicInfo, error) {
 }
 
 func (b *Broker) createTopic(name string, cfg TopicConfig, internal bool) (TopicInfo, error) {
+	if b.cluster != nil && !internal {
+		return b.cluster.createTopic(name, cfg)
+	}
+	return b.createLocalTopic(name, cfg, func() (topic.Info, error) {
+		if internal {
+			return b.catalog.CreateInternal(name, cfg)
+		}
+		return b.catalog.Create(name, cfg)
+	})
+}
+
+// createReplicaTopic creates this broker's replica of a topic the
+// cluster's metadata holds, under its id.
+func (b *Broker) createReplicaTopic(rec replica.TopicRecord) (TopicInfo, error) {
+	return b.createLocalTopic(rec.Name, rec.Config, func() (topic.Info, error) {
+		return b.catalog.CreateWithID(rec.Name, rec.ID, rec.Config)
+	})
+}
+
+// createLocalTopic creates a topic in the data directory through create
+// (the catalog's) and opens its partitions.
+func (b *Broker) createLocalTopic(name string, cfg TopicConfig, create func() (topic.Info, error)) (TopicInfo, error) {
 	// Refuse what the partitions would refuse before the catalog commits
 	// to it.
 	if err := partition.ValidateConfig(cfg); err != nil {
@@ -159,15 +182,7 @@ func (b *Broker) createTopic(name string, cfg TopicConfig, internal bool) (Topic
 	if err := b.writable(); err != nil {
 		return TopicInfo{}, err
 	}
-	var (
-		in  topic.Info
-		err error
-	)
-	if internal {
-		in, err = b.catalog.CreateInternal(name, cfg)
-	} else {
-		in, err = b.catalog.Create(name, cfg)
-	}
+	in, err := create()
 	if errors.Is(err, ErrTopicExists) || errors.Is(err, topic.ErrNameCollision) {
 		return TopicInfo{}, err // it names the topic; said once
 	}
@@ -229,6 +244,9 @@ func (b *Broker) DeleteTopic(name string) error {
 	if topic.IsInternal(name) {
 		return fmt.Errorf("%w: %q is internal and cannot be deleted", ErrReservedName, name)
 	}
+	if b.cluster != nil && b.cluster.replicated(name) {
+		return fmt.Errorf("%w: deleting %q", errReplicatedChange, name)
+	}
 	b.topicsMu.Lock()
 	defer b.topicsMu.Unlock()
 	if err := b.writable(); err != nil {
@@ -275,6 +293,9 @@ func (b *Broker) DeleteTopic(name string) error {
 // removed. Keyed records produced afterwards may map to other partitions
 // than before, as in Kafka.
 func (b *Broker) AddPartitions(name string, total int32) (TopicInfo, error) {
+	if b.cluster != nil && b.cluster.replicated(name) {
+		return TopicInfo{}, fmt.Errorf("%w: adding partitions to %q", errReplicatedChange, name)
+	}
 	b.topicsMu.Lock()
 	defer b.topicsMu.Unlock()
 	if err := b.writable(); err != nil {

@@ -76,7 +76,7 @@ func (p *Partition) AppendBatch(ctx context.Context, batch []byte) (AppendResult
 		return AppendResult{}, fmt.Errorf("%w: %s: batch of %d bytes, the topic's limit is %d", ErrMessageTooLarge, p, len(bt), maxBatch)
 	}
 	if p.repl != nil {
-		if err := p.repl.BeforeAppend(p); err != nil {
+		if err := p.repl.BeforeAppend(ctx, p); err != nil {
 			return AppendResult{}, err
 		}
 	}
@@ -168,7 +168,7 @@ func (p *Partition) AppendProduced(ctx context.Context, pid int64, batches []rec
 		return 0, context.Cause(ctx)
 	}
 	if p.repl != nil {
-		if err := p.repl.BeforeAppend(p); err != nil {
+		if err := p.repl.BeforeAppend(ctx, p); err != nil {
 			return 0, err
 		}
 	}

@@ -148,8 +148,10 @@ type Replication interface {
 	// BeforeAppend is called before an append is written. An error refuses
 	// the append definitely: nothing is written, and the caller gets the
 	// error as it is (Kafka's NOT_LEADER_OR_FOLLOWER, or NOT_ENOUGH_REPLICAS
-	// when the in-sync replicas are fewer than min.insync.replicas).
-	BeforeAppend(p *Partition) error
+	// when the in-sync replicas are fewer than min.insync.replicas). ctx
+	// is the appender's; Acks(ctx) is the acknowledgement it asks for, so
+	// that min.insync.replicas refuses only acks=all appends, as in Kafka.
+	BeforeAppend(ctx context.Context, p *Partition) error
 
 	// AfterAppend is called once the local log holds the append's batches,
 	// offsets first to last, as durably as the topic's flush policy
@@ -171,9 +173,42 @@ type SingleNode struct{}
 func (SingleNode) ExternalHighWatermark() bool { return false }
 
 // BeforeAppend admits every append.
-func (SingleNode) BeforeAppend(*Partition) error { return nil }
+func (SingleNode) BeforeAppend(context.Context, *Partition) error { return nil }
 
 // AfterAppend acknowledges at once: the local log is all there is.
 func (SingleNode) AfterAppend(context.Context, *Partition, int64, int64) error { return nil }
 
 var _ Replication = SingleNode{}
+
+// Ack is an append's acknowledgement level, Kafka's acks.
+type Ack int8
+
+const (
+	// AckAll (acks=-1, the default) acknowledges once the high watermark
+	// passes the append: every in-sync replica holds it.
+	AckAll Ack = -1
+	// AckNone (acks=0): the producer waits for nothing.
+	AckNone Ack = 0
+	// AckLeader (acks=1) acknowledges once the leader's log holds it under
+	// the topic's flush policy: lost if the leader fails before a follower
+	// copies it.
+	AckLeader Ack = 1
+)
+
+type ackKey struct{}
+
+// WithAcks returns a ctx under which an append asks for acks instead of
+// AckAll, the default: the Replication hook reads it with Acks. The Kafka
+// endpoint passes a Produce request's acks this way.
+func WithAcks(ctx context.Context, acks Ack) context.Context {
+	return context.WithValue(ctx, ackKey{}, acks)
+}
+
+// Acks returns the acknowledgement an append under ctx asks for: what
+// WithAcks set, else AckAll.
+func Acks(ctx context.Context) Ack {
+	if a, ok := ctx.Value(ackKey{}).(Ack); ok {
+		return a
+	}
+	return AckAll
+}

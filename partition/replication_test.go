@@ -23,7 +23,7 @@ type acksAll struct {
 
 func (r *acksAll) ExternalHighWatermark() bool { return true }
 
-func (r *acksAll) BeforeAppend(*Partition) error {
+func (r *acksAll) BeforeAppend(context.Context, *Partition) error {
 	if err := r.refuse.Load(); err != nil {
 		return *err
 	}

@@ -57,7 +57,4 @@
 //   - The simulator models the follower's side on an in-memory log; the
 //     Follower runs it over the real log and the Kafka endpoint
 //     (replnet_test.go in the root package, two brokers on loopback).
-//   - partition.Replication's BeforeAppend does not see the append's
-//     acks, so the min.insync.replicas check applies to acks=1 appends
-//     too (stricter than Kafka).
 package replica

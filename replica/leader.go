@@ -387,26 +387,25 @@ func (l *Leader) wakeLocked() {
 	l.changed = make(chan struct{})
 }
 
-// Ack is an append's acknowledgement level (Kafka's acks).
-type Ack int8
+// Ack is an append's acknowledgement level (Kafka's acks), the
+// partition package's.
+type Ack = partition.Ack
 
 const (
 	// AckAll (acks=-1) acknowledges once the high watermark passes the
 	// append: every ISR member holds it.
-	AckAll Ack = -1
+	AckAll = partition.AckAll
 	// AckNone (acks=0): the producer waits for nothing.
-	AckNone Ack = 0
+	AckNone = partition.AckNone
 	// AckLeader (acks=1) acknowledges once the leader's log holds it: lost
 	// if the leader fails before a follower copies it.
-	AckLeader Ack = 1
+	AckLeader = partition.AckLeader
 )
 
-type ackKey struct{}
-
-// WithAcks returns a ctx under which AfterAppend applies acks instead of
-// AckAll, the default.
+// WithAcks returns a ctx under which BeforeAppend and AfterAppend apply
+// acks instead of AckAll, the default (partition.WithAcks).
 func WithAcks(ctx context.Context, acks Ack) context.Context {
-	return context.WithValue(ctx, ackKey{}, acks)
+	return partition.WithAcks(ctx, acks)
 }
 
 // ExternalHighWatermark implements partition.Replication: the leader owns
@@ -414,23 +413,25 @@ func WithAcks(ctx context.Context, acks Ack) context.Context {
 func (l *Leader) ExternalHighWatermark() bool { return true }
 
 // BeforeAppend implements partition.Replication: a fenced leader refuses
-// with ErrNotLeader, an ISR below min.insync.replicas with
-// ErrNotEnoughReplicas. Both are definite: nothing is written. (The hook
-// does not see the append's acks, so the ISR check applies to every
-// append, as if acks=all; stricter than Kafka for acks=1.)
-func (l *Leader) BeforeAppend(*partition.Partition) error {
-	return l.Admit()
+// with ErrNotLeader, and an acks=all append (partition.Acks of ctx) while
+// the ISR is below min.insync.replicas with ErrNotEnoughReplicas. Both are
+// definite: nothing is written. As in Kafka, acks 0 and 1 are not held to
+// min.insync.replicas.
+func (l *Leader) BeforeAppend(ctx context.Context, _ *partition.Partition) error {
+	return l.admit(partition.Acks(ctx))
 }
 
-// Admit is BeforeAppend without the partition: nil if an append may be
-// written now.
-func (l *Leader) Admit() error {
+// Admit is BeforeAppend of an acks=all append without the partition: nil
+// if it may be written now.
+func (l *Leader) Admit() error { return l.admit(AckAll) }
+
+func (l *Leader) admit(acks Ack) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.fenced {
 		return fmt.Errorf("%w: %s: leader %d fenced in epoch %d", ErrNotLeader, l.tp, l.id, l.state.LeaderEpoch)
 	}
-	if n := len(l.state.ISR); n < l.opts.MinInsyncReplicas {
+	if n := len(l.state.ISR); acks == AckAll && n < l.opts.MinInsyncReplicas {
 		return fmt.Errorf("%w: %s: %d in sync, min.insync.replicas %d", ErrNotEnoughReplicas, l.tp, n, l.opts.MinInsyncReplicas)
 	}
 	return nil
@@ -447,7 +448,7 @@ func (l *Leader) AfterAppend(ctx context.Context, _ *partition.Partition, _, las
 
 // Acknowledge is AfterAppend without the partition.
 func (l *Leader) Acknowledge(ctx context.Context, last int64) error {
-	if a, ok := ctx.Value(ackKey{}).(Ack); ok && a != AckAll {
+	if partition.Acks(ctx) != AckAll {
 		l.mu.Lock()
 		l.updateLocked() // a leader alone in its ISR commits its own end
 		l.mu.Unlock()
@@ -517,12 +518,12 @@ func (h *Hook) Leader() *Leader { return h.leader.Load() }
 func (h *Hook) ExternalHighWatermark() bool { return true }
 
 // BeforeAppend implements partition.Replication.
-func (h *Hook) BeforeAppend(p *partition.Partition) error {
+func (h *Hook) BeforeAppend(ctx context.Context, p *partition.Partition) error {
 	ld := h.leader.Load()
 	if ld == nil {
 		return fmt.Errorf("%w: %s: this replica follows", ErrNotLeader, h.tp)
 	}
-	return ld.BeforeAppend(p)
+	return ld.BeforeAppend(ctx, p)
 }
 
 // AfterAppend implements partition.Replication. A leader replaced since

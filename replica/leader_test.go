@@ -289,6 +289,15 @@ func TestMinISR(t *testing.T) {
 	if err := ld.Admit(); !errors.Is(err, ErrNotEnoughReplicas) {
 		t.Fatalf("append with the ISR below min: %v", err)
 	}
+	if err := ld.BeforeAppend(ctx, nil); !errors.Is(err, ErrNotEnoughReplicas) {
+		t.Fatalf("acks=all append (the default) with the ISR below min: %v", err)
+	}
+	// As in Kafka, min.insync.replicas holds acks=all appends only.
+	for _, a := range []Ack{AckLeader, AckNone} {
+		if err := ld.BeforeAppend(WithAcks(ctx, a), nil); err != nil {
+			t.Fatalf("acks=%d append with the ISR below min: %v", a, err)
+		}
+	}
 	// The leader alone holds offset 0, but one is not min.insync.replicas.
 	if hw := hwOf(ld); hw != 0 {
 		t.Fatalf("high watermark %d moved with the ISR below min", hw)

@@ -86,6 +86,9 @@ type Mem struct {
 	mu           sync.Mutex
 	parts        map[TopicPartition]State
 	incarnations map[int32]int64
+	topics       map[string]TopicRecord // cluster.go
+	version      int64                  // rises with every change
+	changed      chan struct{}          // closed and replaced at every change
 	// Unclean allows Elect to choose a replica outside the ISR. Default
 	// false, as Kafka's unclean.leader.election.enable.
 	Unclean bool
@@ -93,7 +96,8 @@ type Mem struct {
 
 // NewMem returns an empty in-memory metadata.
 func NewMem() *Mem {
-	return &Mem{parts: map[TopicPartition]State{}, incarnations: map[int32]int64{}}
+	return &Mem{parts: map[TopicPartition]State{}, incarnations: map[int32]int64{},
+		topics: map[string]TopicRecord{}, changed: make(chan struct{})}
 }
 
 // Create adds tp with replicas, all in the ISR under their registered
@@ -109,6 +113,7 @@ func (m *Mem) Create(tp TopicPartition, replicas ...int32) (State, error) {
 		s.ISR = append(s.ISR, Member{ID: r, Incarnation: m.incarnations[r]})
 	}
 	m.parts[tp] = s
+	m.notifyLocked()
 	return s.Clone(), nil
 }
 
@@ -118,6 +123,7 @@ func (m *Mem) Register(id int32, incarnation int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.incarnations[id] = incarnation
+	m.notifyLocked()
 }
 
 // Incarnation returns broker id's registered incarnation.
@@ -168,6 +174,7 @@ func (m *Mem) AlterISR(_ context.Context, tp TopicPartition, ch ISRChange) (Stat
 	s.ISR = slices.Clone(ch.ISR)
 	s.Version++
 	m.parts[tp] = s
+	m.notifyLocked()
 	return s.Clone(), nil
 }
 
@@ -196,6 +203,7 @@ func (m *Mem) Elect(tp TopicPartition, leader int32) (State, bool, error) {
 	s.LeaderEpoch++
 	s.Version++
 	m.parts[tp] = s
+	m.notifyLocked()
 	return s.Clone(), unclean, nil
 }
 
@@ -219,6 +227,7 @@ func (m *Mem) Fence(tp TopicPartition, id int32) (State, error) {
 	}
 	s.Version++
 	m.parts[tp] = s
+	m.notifyLocked()
 	return s.Clone(), nil
 }
 

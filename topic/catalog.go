@@ -453,7 +453,32 @@ func (c *Catalog) CreateInternal(name string, cfg Config) (Info, error) {
 	return c.create(name, true, cfg)
 }
 
+// CreateWithID is Create (or CreateInternal, for an internal name) of a
+// topic whose id was chosen elsewhere: a replica of a topic the cluster's
+// metadata created, which every broker hosting it holds under the one id.
+func (c *Catalog) CreateWithID(name string, id ID, cfg Config) (Info, error) {
+	if err := c.refuseReadOnly("create", name); err != nil {
+		return Info{}, err
+	}
+	internal := IsInternal(name)
+	validate := ValidateName
+	if internal {
+		validate = ValidateInternalName
+	}
+	if err := validate(name); err != nil {
+		return Info{}, err
+	}
+	if id == (ID{}) {
+		return Info{}, fmt.Errorf("topic %q: %w: the zero id", name, ErrInvalidConfig)
+	}
+	return c.createID(name, internal, id, cfg)
+}
+
 func (c *Catalog) create(name string, internal bool, cfg Config) (Info, error) {
+	return c.createID(name, internal, newID(), cfg)
+}
+
+func (c *Catalog) createID(name string, internal bool, id ID, cfg Config) (Info, error) {
 	if err := cfg.Validate(); err != nil {
 		return Info{}, fmt.Errorf("topic %q: %w", name, err)
 	}
@@ -473,7 +498,7 @@ func (c *Catalog) create(name string, internal bool, cfg Config) (Info, error) {
 	}
 	in := Info{
 		Name:     name,
-		ID:       newID(),
+		ID:       id,
 		Internal: internal,
 		Created:  time.UnixMilli(c.now().UnixMilli()),
 		Config:   cfg.WithDefaults(),
@@ -763,6 +788,10 @@ func (st catalogState) clone() catalogState {
 	}
 	return c
 }
+
+// NewID returns a new random topic id (a version 4 UUID, as Kafka's), for
+// a topic the cluster's metadata creates before any catalog holds it.
+func NewID() ID { return newID() }
 
 func newID() ID {
 	var id ID

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/foliolog/folio/errs"
+	"github.com/foliolog/folio/partition"
 	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/topic"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -18,8 +20,15 @@ import (
 // check (advertiseFrom); a request below v3 closes its connection. Each partition's batches go through partition.AppendBatch, which
 // applies the topic's rules (max.message.bytes, compression, timestamp
 // type, idempotence) and returns once the append is acknowledged under
-// the topic's flush policy: acks 1 and -1 (all) are the same until
-// replication exists; acks 0 gets no response. The partitions of one
+// the topic's flush policy and the partition's Replication hook, which
+// sees the request's acks (partition.WithAcks): on a replicated partition
+// acks=-1 (all) waits until the high watermark passes the batch, under the
+// request's timeout (REQUEST_TIMED_OUT, an unknown outcome), is refused
+// before anything is written while the ISR is below min.insync.replicas
+// (NOT_ENOUGH_REPLICAS), and may end with
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND (unknown outcome); acks=1 returns once
+// the leader's log holds it; a replica that does not lead answers
+// NOT_LEADER_OR_FOLLOWER. acks 0 gets no response. The partitions of one
 // request are appended concurrently, so their fsyncs overlap. A
 // transactional produce is refused (transactions are not served).
 func init() {
@@ -31,9 +40,10 @@ func handleProduce(ctx context.Context, rc *reqCtx, kreq kmsg.Request) (response
 	req := kreq.(*kmsg.ProduceRequest)
 	if req.TimeoutMillis > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
+		ctx, cancel = context.WithTimeoutCause(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond, errProduceTimeout)
 		defer cancel()
 	}
+	ctx = partition.WithAcks(ctx, partition.Ack(req.Acks))
 	resp := kmsg.NewPtrProduceResponse()
 	resp.Version = req.Version
 	var wg sync.WaitGroup
@@ -85,8 +95,22 @@ func handleProduce(ctx context.Context, rc *reqCtx, kreq kmsg.Request) (response
 	return kmsgResp{resp}, nil
 }
 
+// errProduceTimeout ends a produce whose acknowledgement did not come
+// within the request's timeout: REQUEST_TIMED_OUT, as in Kafka (the
+// records may yet be committed: an unknown outcome).
+var errProduceTimeout = errs.New("transport: produce timed out waiting for the in-sync replicas", kerr.RequestTimedOut)
+
 func setProduceErr(rp *kmsg.ProduceResponseTopicPartition, err error, msg string) {
 	rp.ErrorCode = partitionCode(err)
+	// An unknown outcome (REQUEST_TIMED_OUT) answers with its cause where
+	// Kafka names that cause: the ISR shrank below min.insync.replicas
+	// after the append, or the leader lost its leadership.
+	for _, k := range []*kerr.Error{kerr.NotEnoughReplicasAfterAppend, kerr.NotLeaderForPartition} {
+		if errors.Is(err, k) {
+			rp.ErrorCode = k.Code
+			break
+		}
+	}
 	if msg == "" {
 		msg = err.Error()
 	}

@@ -158,6 +158,13 @@ func handleFetch(ctx context.Context, rc *reqCtx, kreq kmsg.Request) (response, 
 			}
 		}
 	}
+	if !follower {
+		for i := range targets {
+			if tg := &targets[i]; tg.err == nil {
+				tg.err = s.consumerFetchable(names[tg.ti], tg.p.Index()) // cluster.go
+			}
+		}
+	}
 	maxWait := time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond
 	deadline := time.NewTimer(maxWait)
 	defer deadline.Stop()

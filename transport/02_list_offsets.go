@@ -18,7 +18,9 @@ import (
 // batch that carries it), -4 earliest local (the log start offset: all
 // of Folio's log is local); a timestamp t >= 0 the first record at or
 // after t, with its timestamp, or offset -1 when there is none. Leader
-// epochs are 0 (one broker, no elections yet).
+// epochs are 0 on a single broker; a replicated partition (ClusterBackend)
+// answers with its leader epoch, on its leader only, checking the
+// request's current leader epoch (KIP-320).
 func init() { register(kmsg.ListOffsets.Int16(), 1, 8, handleListOffsets) }
 
 func handleListOffsets(_ context.Context, rc *reqCtx, kreq kmsg.Request) (response, error) {
@@ -33,8 +35,14 @@ func handleListOffsets(_ context.Context, rc *reqCtx, kreq kmsg.Request) (respon
 			out.Partition = rp.Partition
 			out.Timestamp, out.Offset, out.LeaderEpoch = -1, -1, 0
 			p, err := rc.s.b.Partition(t.Topic, rp.Partition)
-			if err == nil && rp.CurrentLeaderEpoch > 0 {
-				err = kerr.FencedLeaderEpoch
+			if err == nil {
+				epoch, replicated, eerr := rc.s.leaderEpochCheck(t.Topic, rp.Partition, rp.CurrentLeaderEpoch)
+				switch {
+				case replicated:
+					out.LeaderEpoch, err = epoch, eerr
+				case rp.CurrentLeaderEpoch > 0:
+					err = kerr.FencedLeaderEpoch
+				}
 			}
 			if err == nil {
 				out.Offset, out.Timestamp, err = listOffset(p, rp.Timestamp)

@@ -10,9 +10,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Metadata v0..v12. One broker (this server) leads every partition, with
-// itself as the only replica and in-sync replica, at leader epoch 0; the
-// brokers list is a list so that replication can add the others. A topic
+// Metadata v0..v12. A single broker (this server) leads every partition,
+// with itself as the only replica and in-sync replica, at leader epoch 0.
+// A broker of a cluster (ClusterBackend) lists every broker of its address
+// book, and for a replicated partition the real leader (-1 for none,
+// LEADER_NOT_AVAILABLE), leader epoch, replicas and ISR, so that a client
+// sends produce and fetch to the leader. A topic
 // asked for by name that does not exist is created when the request
 // allows it (v4+, always before) and Options.DisableAutoCreate is false,
 // as Kafka's auto.create.topics.enable.
@@ -23,12 +26,24 @@ func handleMetadata(_ context.Context, rc *reqCtx, kreq kmsg.Request) (response,
 	s := rc.s
 	resp := kmsg.NewPtrMetadataResponse()
 	resp.Version = req.Version
-	br := kmsg.NewMetadataResponseBroker()
-	br.NodeID, br.Host, br.Port = s.opts.NodeID, rc.c.adv.host, rc.c.adv.port
-	resp.Brokers = append(resp.Brokers, br)
+	cb, brokers, clustered := s.cluster()
+	if clustered {
+		for _, b := range brokers {
+			br := kmsg.NewMetadataResponseBroker()
+			br.NodeID, br.Host, br.Port = b.ID, b.Host, b.Port
+			resp.Brokers = append(resp.Brokers, br)
+		}
+	} else {
+		br := kmsg.NewMetadataResponseBroker()
+		br.NodeID, br.Host, br.Port = s.opts.NodeID, rc.c.adv.host, rc.c.adv.port
+		resp.Brokers = append(resp.Brokers, br)
+	}
 	cid := s.opts.ClusterID
 	resp.ClusterID = &cid
 	resp.ControllerID = s.opts.NodeID
+	if clustered {
+		resp.ControllerID = cb.CoordinatorID()
+	}
 
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if all {
@@ -91,9 +106,21 @@ func (s *Server) metadataTopic(in topic.Info) kmsg.MetadataResponseTopic {
 	mt.Topic = &name
 	mt.TopicID = in.ID
 	mt.IsInternal = in.Internal
+	cb, _, clustered := s.cluster()
 	for p := range in.Config.Partitions {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p
+		if r, ok := cb, clustered; ok {
+			if pr, ok := r.PartitionReplicas(name, p); ok {
+				mp.Leader, mp.LeaderEpoch = pr.Leader, pr.LeaderEpoch
+				mp.Replicas, mp.ISR = pr.Replicas, pr.ISR
+				if pr.Leader < 0 {
+					mp.ErrorCode = kerr.LeaderNotAvailable.Code
+				}
+				mt.Partitions = append(mt.Partitions, mp)
+				continue
+			}
+		}
 		mp.Leader = s.opts.NodeID
 		mp.LeaderEpoch = 0
 		mp.Replicas = []int32{s.opts.NodeID}

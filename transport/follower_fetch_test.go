@@ -82,8 +82,8 @@ func (l *fakeLeader) take() []followerFetched {
 // externalHW is a partition.Replication that only owns the high watermark.
 type externalHW struct{}
 
-func (externalHW) ExternalHighWatermark() bool             { return true }
-func (externalHW) BeforeAppend(*partition.Partition) error { return nil }
+func (externalHW) ExternalHighWatermark() bool                              { return true }
+func (externalHW) BeforeAppend(context.Context, *partition.Partition) error { return nil }
 func (externalHW) AfterAppend(context.Context, *partition.Partition, int64, int64) error {
 	return nil
 }

@@ -1,0 +1,583 @@
+package folio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/foliolog/folio/errs"
+	"github.com/foliolog/folio/partition"
+	"github.com/foliolog/folio/replica"
+	"github.com/foliolog/folio/topic"
+	"github.com/foliolog/folio/transport"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// ClusterOptions make a Broker one of several that replicate topics
+// between them, Kafka's way (package replica): each partition has one
+// leader per leader epoch, which takes produce and serves consumers, and
+// followers that copy its log; a leader acknowledges an acks=all append
+// once every in-sync replica holds it. The cluster's state (topics,
+// replicas, leaders, ISRs) lives in Metadata, shared by the brokers of
+// one process for now; a Raft-backed metadata for brokers in several
+// processes is the next issue.
+//
+// With ClusterOptions, topics created through the Broker (CreateTopic, a
+// Kafka client's CreateTopics or auto-creation) are created in Metadata
+// with ReplicationFactor replicas per partition, and every broker hosting
+// a replica creates the topic locally under the same id, at its next
+// look at the metadata or the first request naming the topic.
+// __consumer_offsets is not replicated (yet): it lives on one broker, the
+// coordinator (CoordinatorID), which coordinates every group.
+type ClusterOptions struct {
+	// BrokerID is this broker's id, unique in the cluster, >= 0. Required.
+	BrokerID int32
+
+	// Metadata is the cluster's metadata, the same value for every broker
+	// of the cluster. Required.
+	Metadata *replica.Mem
+
+	// Brokers is the address book: every broker's id and the host:port
+	// Kafka clients (and followers) reach it at, this broker's own
+	// included. Metadata responses list them. Required.
+	Brokers map[int32]string
+
+	// ReplicationFactor is the replicas of each partition of a topic
+	// created through this broker, at most len(Brokers). Default
+	// min(3, len(Brokers)).
+	ReplicationFactor int
+
+	// MinInsyncReplicas is min.insync.replicas: an acks=all append is
+	// refused (NOT_ENOUGH_REPLICAS, nothing written) while a partition's
+	// ISR is smaller, and its high watermark stands still. acks 0 and 1
+	// are not held to it. Default 1.
+	MinInsyncReplicas int
+
+	// LagTime is replica.lag.time.max.ms: a follower that has not caught
+	// up with its leader's log end for this long leaves the ISR. Default
+	// replica.DefaultLagTime (30 s).
+	LagTime time.Duration
+
+	// UncleanLeaderElection is unclean.leader.election.enable: when every
+	// in-sync replica is gone, a replica outside the ISR may be elected,
+	// losing the records only the others held. Open sets it on Metadata
+	// (Mem.Unclean) when true. Default false.
+	UncleanLeaderElection bool
+}
+
+func (o *ClusterOptions) withDefaults() ClusterOptions {
+	c := *o
+	if c.ReplicationFactor == 0 {
+		c.ReplicationFactor = min(3, len(c.Brokers))
+	}
+	if c.MinInsyncReplicas == 0 {
+		c.MinInsyncReplicas = 1
+	}
+	if c.LagTime == 0 {
+		c.LagTime = replica.DefaultLagTime
+	}
+	return c
+}
+
+func (o *ClusterOptions) validate() error {
+	switch {
+	case o.BrokerID < 0:
+		return fmt.Errorf("%w: ClusterOptions.BrokerID %d is negative", ErrInvalidConfig, o.BrokerID)
+	case o.Metadata == nil:
+		return fmt.Errorf("%w: ClusterOptions.Metadata is nil", ErrInvalidConfig)
+	case o.Brokers[o.BrokerID] == "":
+		return fmt.Errorf("%w: ClusterOptions.Brokers has no address of broker %d itself", ErrInvalidConfig, o.BrokerID)
+	case o.ReplicationFactor < 1 || o.ReplicationFactor > len(o.Brokers):
+		return fmt.Errorf("%w: ClusterOptions.ReplicationFactor %d with %d brokers", ErrInvalidConfig, o.ReplicationFactor, len(o.Brokers))
+	case o.MinInsyncReplicas < 1:
+		return fmt.Errorf("%w: ClusterOptions.MinInsyncReplicas %d", ErrInvalidConfig, o.MinInsyncReplicas)
+	case o.LagTime < 0:
+		return fmt.Errorf("%w: ClusterOptions.LagTime %s is negative", ErrInvalidConfig, o.LagTime)
+	}
+	for id, addr := range o.Brokers {
+		if _, _, err := splitHostPort(addr); err != nil {
+			return fmt.Errorf("%w: ClusterOptions.Brokers[%d] %q: %w", ErrInvalidConfig, id, addr, err)
+		}
+	}
+	return nil
+}
+
+func splitHostPort(addr string) (string, int32, error) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.ParseUint(p, 10, 16)
+	if err != nil {
+		return "", 0, fmt.Errorf("port %q: %w", p, err)
+	}
+	return host, int32(port), nil
+}
+
+// errNotCoordinator answers a group call on a broker of a cluster that
+// does not coordinate groups: Kafka clients look for the coordinator
+// again (FindCoordinator) and find CoordinatorID.
+var errNotCoordinator = errs.New("folio: this broker does not coordinate groups", kerr.NotCoordinator)
+
+// Cluster replication wiring, one per Broker opened with ClusterOptions.
+//
+// A manager goroutine looks at the metadata at every change (Mem.Changes)
+// and every LagTime/2: it creates the replicated topics this broker holds
+// replicas of, and puts each of their partitions in the role the metadata
+// gives it. A leader in epoch E is a replica.Leader behind the
+// partition's replica.Hook (it stamps E on its batches, holds acks=all
+// appends until the high watermark passes them, shrinks the ISR of
+// laggards on each tick); a follower runs a fetch loop: it reconciles its
+// log with the leader's by epoch lineage first (replica.Reconcile, over
+// OffsetForLeaderEpoch), then copies the leader's batches with
+// partition.AppendFollower and takes its high watermark from the leader.
+// A change of role stops the old one before the new one starts: a
+// follower that becomes leader stops fetching first, a leader that
+// becomes follower is fenced (its waiting appends fail, indeterminate)
+// before it reconciles.
+type cluster struct {
+	b    *Broker
+	opts ClusterOptions
+	meta *replica.Mem
+	inc  int64 // this broker's incarnation
+	// follower copies the partitions this broker follows from their
+	// leaders over the Kafka endpoint (replica.Follower).
+	follower *replica.Follower
+
+	// syncMu guards synced and syncedCh: the metadata version the
+	// manager last brought the roles to, and a channel closed when it
+	// moves (waitSynced).
+	syncMu   sync.Mutex
+	synced   int64
+	syncedCh chan struct{}
+
+	mu    sync.Mutex // guards parts
+	parts map[replica.TopicPartition]*replPart
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// replPart is one replicated partition on this broker.
+type replPart struct {
+	tp   replica.TopicPartition
+	hook *replica.Hook
+	part atomic.Pointer[partition.Partition] // set once the partition is open
+
+	// The role, changed by the manager goroutine only.
+	leader       *replica.Leader
+	followed     bool // handed to the Follower
+	followLeader int32
+	followEpoch  int32
+}
+
+// replHook is the partition's Replication, the replica.Hook, with the
+// partition it belongs to.
+type replHook struct {
+	*replica.Hook
+	rp *replPart
+}
+
+func newCluster(b *Broker, o *ClusterOptions) (*cluster, error) {
+	opts := o.withDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	if opts.UncleanLeaderElection {
+		opts.Metadata.SetUnclean(true)
+	}
+	// The incarnation rises with every start, so that the metadata never
+	// readmits what this broker held before a crash (KIP-903).
+	inc := max(time.Now().UnixNano(), opts.Metadata.Incarnation(opts.BrokerID)+1)
+	c := &cluster{b: b, opts: opts, meta: opts.Metadata, inc: inc,
+		parts: map[replica.TopicPartition]*replPart{}, syncedCh: make(chan struct{})}
+	f, err := replica.NewFollower(&replica.FollowerOptions{
+		ID: opts.BrokerID, Incarnation: inc, Metadata: opts.Metadata, Logger: b.logger,
+		Addr: func(id int32) (string, error) {
+			if addr, ok := opts.Brokers[id]; ok {
+				return addr, nil
+			}
+			return "", fmt.Errorf("folio: broker %d is not in ClusterOptions.Brokers", id)
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.follower = f
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	return c, nil
+}
+
+// replication returns the Replication partition p of topic in opens with:
+// a hook when the metadata holds the topic under in's id, nil (one
+// broker) otherwise.
+func (c *cluster) replication(in topic.Info, p int32) partition.Replication {
+	rec, ok := c.meta.Topic(in.Name)
+	if !ok || rec.ID != in.ID {
+		return nil
+	}
+	tp := replica.TopicPartition{Topic: in.Name, Partition: p}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	rp := c.parts[tp]
+	if rp == nil {
+		rp = &replPart{tp: tp, hook: replica.NewHook(tp)}
+		c.parts[tp] = rp
+	}
+	return replHook{rp.hook, rp}
+}
+
+// start registers the broker and runs the manager.
+func (c *cluster) start() {
+	c.meta.Register(c.opts.BrokerID, c.inc)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.manage()
+	}()
+}
+
+func (c *cluster) manage() {
+	tick := time.NewTicker(max(c.opts.LagTime/2, time.Millisecond))
+	defer tick.Stop()
+	for {
+		v, next := c.meta.Changes()
+		c.sync()
+		c.setSynced(v)
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-next:
+		case <-tick.C:
+			c.tickLeaders()
+		}
+	}
+}
+
+// stop is the broker's controlled shutdown: it hands each partition it
+// leads to another in-sync replica (or leaves it leaderless), leaves the
+// ISRs, stops its followers and leaders, and leaves the in-process link.
+func (c *cluster) stop() {
+	for _, rp := range c.snapshot() {
+		st, err := c.meta.Partition(c.ctx, rp.tp)
+		if err != nil {
+			continue
+		}
+		if st.Leader == c.opts.BrokerID {
+			next := slices.IndexFunc(st.ISR, func(m replica.Member) bool { return m.ID != c.opts.BrokerID })
+			if next >= 0 {
+				if st2, _, err := c.meta.Elect(rp.tp, st.ISR[next].ID); err == nil {
+					st = st2 // led by another now; out of its ISR below
+					if ld := rp.hook.Leader(); ld != nil {
+						_ = ld.Refresh(c.ctx) // fenced: it admits no more appends
+					}
+				}
+			}
+		}
+		if st.InISR(c.opts.BrokerID) || st.Leader == c.opts.BrokerID {
+			_, _ = c.meta.Fence(rp.tp, c.opts.BrokerID)
+		}
+	}
+	c.cancel()
+	c.wg.Wait()
+	_ = c.follower.Close()
+	for _, rp := range c.snapshot() {
+		if rp.leader != nil {
+			_ = rp.leader.Refresh(context.Background())
+			rp.hook.SetLeader(nil)
+		}
+	}
+}
+
+func (c *cluster) snapshot() []*replPart {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*replPart, 0, len(c.parts))
+	for _, rp := range c.parts {
+		out = append(out, rp)
+	}
+	return out
+}
+
+func (c *cluster) part(tp replica.TopicPartition) *replPart {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.parts[tp]
+}
+
+// hosts reports whether this broker holds a replica of some partition of
+// rec.
+func (c *cluster) hosts(rec replica.TopicRecord) bool {
+	for p := range rec.Config.Partitions {
+		st, err := c.meta.Partition(c.ctx, replica.TopicPartition{Topic: rec.Name, Partition: p})
+		if err == nil && slices.Contains(st.Replicas, c.opts.BrokerID) {
+			return true
+		}
+	}
+	return false
+}
+
+// ensureTopic creates the local replica of the replicated topic name if
+// the metadata holds one this broker hosts and the Broker does not have
+// it yet; it reports whether the topic is local now.
+func (c *cluster) ensureTopic(name string) bool {
+	if _, ok := (*c.b.topics.Load())[name]; ok {
+		return true
+	}
+	rec, ok := c.meta.Topic(name)
+	if !ok || !c.hosts(rec) {
+		return false
+	}
+	_, err := c.b.createReplicaTopic(rec)
+	if err != nil && !errors.Is(err, ErrTopicExists) {
+		c.b.logger.Error("folio: creating a replica of a cluster topic", "topic", name, "err", err)
+		return false
+	}
+	return true
+}
+
+// sync brings every replicated partition to the role the metadata gives
+// it.
+func (c *cluster) sync() {
+	for _, rec := range c.meta.Topics() {
+		c.ensureTopic(rec.Name)
+	}
+	for _, rp := range c.snapshot() {
+		if rp.part.Load() == nil {
+			continue
+		}
+		st, err := c.meta.Partition(c.ctx, rp.tp)
+		if err != nil {
+			continue
+		}
+		c.apply(rp, st)
+	}
+}
+
+func (c *cluster) apply(rp *replPart, st replica.State) {
+	me := c.opts.BrokerID
+	if st.Leader == me {
+		if rp.leader != nil && !rp.leader.Fenced() && rp.leader.Epoch() == st.LeaderEpoch {
+			_ = rp.leader.Refresh(c.ctx)
+			return
+		}
+		c.stopFollowing(rp)
+		ld, err := replica.NewLeader(c.ctx, c.meta, rp.tp, me, rp.part.Load(), &replica.LeaderOptions{
+			MinInsyncReplicas: c.opts.MinInsyncReplicas, LagTime: c.opts.LagTime, Now: c.b.opts.Now})
+		if err != nil {
+			c.b.logger.Warn("folio: taking the lead", "partition", rp.tp.String(), "err", err)
+			return
+		}
+		rp.leader = ld
+		rp.hook.SetLeader(ld)
+		c.b.logger.Info("folio: leading", "partition", rp.tp.String(), "epoch", st.LeaderEpoch, "isr", len(st.ISR))
+		return
+	}
+	if rp.leader != nil {
+		// Fenced first: its held appends fail (indeterminate) before this
+		// replica truncates anything as a follower.
+		_ = rp.leader.Refresh(c.ctx)
+		rp.hook.SetLeader(nil)
+		rp.leader = nil
+	}
+	if !slices.Contains(st.Replicas, me) {
+		c.stopFollowing(rp)
+		return
+	}
+	if rp.followed && rp.followLeader == st.Leader && rp.followEpoch == st.LeaderEpoch {
+		return
+	}
+	// A new leader or epoch: follow afresh, reconciling first.
+	c.stopFollowing(rp)
+	if err := c.follower.Follow(rp.tp, rp.part.Load()); err != nil {
+		c.b.logger.Warn("folio: following", "partition", rp.tp.String(), "err", err)
+		return
+	}
+	rp.followed, rp.followLeader, rp.followEpoch = true, st.Leader, st.LeaderEpoch
+}
+
+func (c *cluster) stopFollowing(rp *replPart) {
+	if !rp.followed {
+		return
+	}
+	c.follower.Unfollow(rp.tp)
+	rp.followed = false
+}
+
+func (c *cluster) tickLeaders() {
+	for _, rp := range c.snapshot() {
+		if ld := rp.leader; ld != nil {
+			_ = ld.Tick(c.ctx)
+		}
+	}
+}
+
+// errReplicatedChange refuses a change the cluster does not replicate
+// yet: deleting a replicated topic or adding partitions to it.
+var errReplicatedChange = errs.New("folio: not supported on a replicated topic yet", kerr.PolicyViolation)
+
+// createTopic creates a replicated topic in the metadata, ReplicationFactor
+// replicas per partition spread over the brokers (partition p's preferred
+// leader is the p-th broker by id, round robin), then this broker's
+// replica if it hosts one; the other brokers create theirs at their next
+// look at the metadata.
+func (c *cluster) createTopic(name string, cfg TopicConfig) (TopicInfo, error) {
+	if err := partition.ValidateConfig(cfg); err != nil {
+		return TopicInfo{}, fmt.Errorf("folio: topic %q: %w: %w", name, ErrInvalidConfig, err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return TopicInfo{}, fmt.Errorf("folio: topic %q: %w", name, err)
+	}
+	if err := c.b.writable(); err != nil {
+		return TopicInfo{}, err
+	}
+	rec := replica.TopicRecord{Name: name, ID: topic.NewID(), Config: cfg.WithDefaults()}
+	ids := make([]int32, 0, len(c.opts.Brokers))
+	for id := range c.opts.Brokers {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	assignment := make([][]int32, rec.Config.Partitions)
+	for p := range assignment {
+		for r := range c.opts.ReplicationFactor {
+			assignment[p] = append(assignment[p], ids[(p+r)%len(ids)])
+		}
+	}
+	if err := c.meta.CreateTopic(rec, assignment); err != nil {
+		c.ensureTopic(name)
+		if errors.Is(err, topic.ErrExists) {
+			return TopicInfo{}, err
+		}
+		return TopicInfo{}, fmt.Errorf("folio: creating topic %q in the cluster: %w", name, err)
+	}
+	if c.ensureTopic(name) {
+		return c.b.DescribeTopic(name)
+	}
+	return TopicInfo{Name: rec.Name, ID: rec.ID, Config: rec.Config}, nil
+}
+
+// replicated reports whether name is a replicated topic.
+func (c *cluster) replicated(name string) bool {
+	_, ok := c.meta.Topic(name)
+	return ok
+}
+
+// coordinatorID is the broker that coordinates every group and holds
+// __consumer_offsets, unreplicated for now: the lowest id of the address
+// book.
+func (c *cluster) coordinatorID() int32 {
+	first := true
+	var least int32
+	for id := range c.opts.Brokers {
+		if first || id < least {
+			least, first = id, false
+		}
+	}
+	return least
+}
+
+// ClusterBrokers lists the cluster's brokers from the address book, by id,
+// for a Kafka endpoint's Metadata (transport.ClusterBackend); ok is false
+// for a Broker opened without ClusterOptions.
+func (b *Broker) ClusterBrokers() (brokers []transport.ClusterBroker, ok bool) {
+	if b.cluster == nil {
+		return nil, false
+	}
+	for id, addr := range b.cluster.opts.Brokers {
+		host, port, _ := splitHostPort(addr) // validated at Open
+		brokers = append(brokers, transport.ClusterBroker{ID: id, Host: host, Port: port})
+	}
+	slices.SortFunc(brokers, func(x, y transport.ClusterBroker) int { return int(x.ID) - int(y.ID) })
+	return brokers, true
+}
+
+// PartitionReplicas returns a replicated partition's leader, leader
+// epoch, replicas and ISR as the cluster's metadata holds them
+// (transport.ClusterBackend); ok is false for a partition of an
+// unreplicated topic.
+func (b *Broker) PartitionReplicas(topicName string, p int32) (transport.PartitionReplicas, bool) {
+	if b.cluster == nil {
+		return transport.PartitionReplicas{}, false
+	}
+	st, err := b.cluster.meta.Partition(context.Background(), replica.TopicPartition{Topic: topicName, Partition: p})
+	if err != nil {
+		return transport.PartitionReplicas{}, false
+	}
+	r := transport.PartitionReplicas{Leader: st.Leader, LeaderEpoch: st.LeaderEpoch, Replicas: st.Replicas}
+	for _, m := range st.ISR {
+		r.ISR = append(r.ISR, m.ID)
+	}
+	return r, true
+}
+
+// CoordinatorID returns the broker that coordinates every consumer group
+// (transport.ClusterBackend): the lowest id of the address book, which
+// holds __consumer_offsets unreplicated for now; for a single Broker it
+// is -1.
+func (b *Broker) CoordinatorID() int32 {
+	if b.cluster == nil {
+		return -1
+	}
+	return b.cluster.coordinatorID()
+}
+
+var _ transport.ClusterBackend = (*Broker)(nil)
+
+// setSynced records that the roles match metadata version v.
+func (c *cluster) setSynced(v int64) {
+	c.syncMu.Lock()
+	defer c.syncMu.Unlock()
+	if v > c.synced {
+		c.synced = v
+		close(c.syncedCh)
+		c.syncedCh = make(chan struct{})
+	}
+}
+
+// waitSynced waits until the manager has brought the roles to metadata
+// version v or later: a leader has then adopted an ISR the controller
+// changed.
+func (c *cluster) waitSynced(ctx context.Context, v int64) error {
+	for {
+		c.syncMu.Lock()
+		done, ch := c.synced >= v, c.syncedCh
+		c.syncMu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// PartitionLeader returns this broker's leadership of a replicated
+// partition, for the Kafka endpoint to serve followers' fetches
+// (transport.ReplicaBackend); an error matching NOT_LEADER_OR_FOLLOWER
+// when it does not lead it.
+func (b *Broker) PartitionLeader(topicName string, p int32) (transport.PartitionLeader, error) {
+	tp := replica.TopicPartition{Topic: topicName, Partition: p}
+	if b.cluster == nil {
+		return nil, fmt.Errorf("%w: %s: not replicated", replica.ErrNotLeader, tp)
+	}
+	rp := b.cluster.part(tp)
+	if rp == nil {
+		return nil, fmt.Errorf("%w: %s: not a replica here", replica.ErrNotLeader, tp)
+	}
+	ld := rp.hook.Leader()
+	if ld == nil {
+		return nil, fmt.Errorf("%w: %s: broker %d follows", replica.ErrNotLeader, tp, b.cluster.opts.BrokerID)
+	}
+	return ld, nil
+}
+
+var _ transport.ReplicaBackend = (*Broker)(nil)
