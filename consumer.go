@@ -490,7 +490,11 @@ type pollPart struct {
 // offsets missing between segments: an error wrapping a
 // *log.DamagedRangeError that names the file, the byte position and the
 // offsets) is reported so once, and the Poll after it passes over it to the
-// next valid batch, as over a compaction gap.
+// next valid batch, as over a compaction gap. So is a batch whose framing
+// holds but whose CRC fails: the log locates it (log.Log.LocateDamage), and
+// where reading resumes never comes from the damaged bytes. Only a batch
+// the log cannot locate (the file holds it valid) holds the position until
+// a Seek. A Seek back to a passed-over range reports it again.
 func (c *Consumer) Poll(ctx context.Context) ([]Record, error) {
 	c.pollMu.Lock()
 	defer c.pollMu.Unlock()
@@ -620,7 +624,9 @@ func (c *Consumer) fetch(pp *pollPart, recs []Record) ([]Record, error) {
 	for resets := 0; ; resets++ {
 		v, err := p.Read(pp.pos, c.opts.FetchBytes, log.BoundHighWatermark)
 		if err == nil {
-			return c.decode(pp, v, recs)
+			if recs, err = c.decode(pp, v, recs); err == nil {
+				return recs, nil
+			}
 		}
 		if errors.Is(err, log.ErrNoData) {
 			return recs, nil
@@ -651,6 +657,9 @@ func (c *Consumer) fetch(pp *pollPart, recs []Record) ([]Record, error) {
 			}
 			return recs, fmt.Errorf("%w: %s", ErrClosed, p)
 		}
+		if dr != nil || errors.Is(err, ErrCorrupt) {
+			return recs, err // decode's, which names the partition
+		}
 		return recs, fmt.Errorf("folio: reading %s at %d: %w", p, pp.pos, err)
 	}
 }
@@ -679,7 +688,7 @@ func (c *Consumer) decode(pp *pollPart, v *readpath.View, recs []Record) ([]Reco
 			nBatch, posBatch, movedBatch := len(recs), pp.pos, pp.moved
 			bt, rest, err := record.Parse(buf)
 			if err != nil {
-				return fmt.Errorf("folio: %s: %w", p, errs.Mark(err, ErrCorrupt))
+				return c.damagedBatch(p, pp.pos, err)
 			}
 			buf = rest
 			if bt.LastOffset() < pp.pos {
@@ -738,6 +747,23 @@ func (c *Consumer) decode(pp *pollPart, v *readpath.View, recs []Record) ([]Reco
 		c.b.metrics.Consumed(p.Topic(), p.Index(), len(recs)-n0, bytesRead)
 	}
 	return recs, err
+}
+
+// damagedBatch is decode's error for a batch at or after pos that fails
+// its checks (record.Parse's err): the log's *log.DamagedRangeError when
+// it locates the damage in the file (the range, its file and bytes, and
+// the next valid batch: fetch passes over it once it was reported, as
+// over a range Read reports), else err, which holds the position at the
+// batch until a Seek.
+func (c *Consumer) damagedBatch(p *brokerPart, pos int64, err error) error {
+	if lerr := p.Log().LocateDamage(pos); lerr != nil {
+		var dr *log.DamagedRangeError
+		if errors.As(lerr, &dr) && dr.Resume > pos {
+			return fmt.Errorf("folio: reading %s at %d: %w", p, pos, lerr)
+		}
+		err = errors.Join(err, lerr)
+	}
+	return fmt.Errorf("folio: %s: %w", p, errs.Mark(err, ErrCorrupt))
 }
 
 // arenaStart is the first size of the buffer a poll copies record bytes
