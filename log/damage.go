@@ -33,9 +33,9 @@ type DamagedRangeError struct {
 	From, Resume int64
 	// End is the byte position in Path of the batch at Resume when it is
 	// in the same segment (the damaged bytes are [Pos, End)), else 0.
-	End int64
-	Err          error // an *errs.Corruption
-	cause        error // what the segment reported, if it did
+	End   int64
+	Err   error // an *errs.Corruption
+	cause error // what the segment reported, if it did
 }
 
 func (e *DamagedRangeError) Error() string {
