@@ -325,3 +325,57 @@ func TestActiveDamageAfterCleanClose(t *testing.T) {
 	}
 	sameRecs(t, got[:len(got)-1], expect)
 }
+
+// TestDamagedLastOffsetInRebuild: a flipped last-offset delta in the last
+// batch of a sealed segment whose indexes must be rebuilt (lost, as after
+// a crash) claims offsets the segment cannot index: the rebuild must not
+// fail on it ("value out of range"); the read reports the batch as a
+// damaged range, delivers the records before it, and goes on at the next
+// segment.
+func TestDamagedLastOffsetInRebuild(t *testing.T) {
+	dir := t.TempDir()
+	o := &Options{SegmentBytes: 2048, FlushPolicy: FlushNone, IndexIntervalBytes: 256}
+	l := openT(t, nil, dir, o, State{})
+	want := appendN(t, l, "r", 60, 2, 40)
+	var bases []int64
+	l.snap.Load().segs.Ascend(func(e *segEntry) bool {
+		bases = append(bases, e.base)
+		return true
+	})
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st := l.Checkpoint()
+	if len(bases) < 3 {
+		t.Fatalf("%d segments", len(bases))
+	}
+	path := segment.LogPath(dir, bases[0])
+	pos, base, last := batchesOf(t, path)
+	k := len(pos) - 1
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[pos[k]+23] ^= 0x7f // the last offset delta's top byte
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{segment.IndexPath(dir, bases[0]), segment.TimeIndexPath(dir, bases[0])} {
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l = openT(t, nil, dir, o, st)
+	defer l.Close()
+	got, damaged := readLocating(t, l, 0)
+	if len(damaged) != 1 || damaged[0].From != base[k] || damaged[0].Resume != bases[1] || damaged[0].Pos != pos[k] {
+		t.Fatalf("damage %v, want offsets %d to %d at byte %d", damaged, base[k], bases[1]-1, pos[k])
+	}
+	var expect []rec
+	for _, w := range want {
+		if w.offset < base[k] || w.offset > last[k] {
+			expect = append(expect, w)
+		}
+	}
+	sameRecs(t, got, expect)
+}
