@@ -230,7 +230,7 @@ const maxResumeScan = 64 << 20
 // index's batch at stop is the answer, and ok is false when there is none.
 func (l *Log) resumeAfter(f io.ReaderAt, limit, base, pos, from int64) (at, offset int64, ok bool) {
 	stop, stopBase := limit, int64(-1)
-	x, err := index.OpenOffset(l.fs, segment.IndexPath(l.dir, base), base, false, &index.Options{MaxIndexBytes: l.segOpts.MaxIndexBytes})
+	x, err := index.OpenOffset(l.fs, segment.IndexPath(l.dir, base), base, false, &index.Options{MaxIndexBytes: l.opts.MaxIndexBytes})
 	if err == nil {
 		defer x.Close()
 		lo, hi := 0, x.Entries()

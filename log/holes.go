@@ -107,7 +107,7 @@ func (l *Log) fillHole(from, to, ts int64) error {
 	var buf []byte
 	for base := from; base < to; {
 		n := min(to-base, math.MaxInt32) // one batch, relative offsets within int32
-		seg, err := segment.Create(l.fs, l.dir, base, &l.segOpts)
+		seg, err := segment.Create(l.fs, l.dir, base, l.segOpts())
 		if err != nil {
 			return fmt.Errorf("log: fill offsets %d to %d: %w", from, to-1, err)
 		}
@@ -131,7 +131,7 @@ func (l *Log) fillHole(from, to, ts int64) error {
 		if err != nil {
 			return fmt.Errorf("log: fill offsets %d to %d: %w", from, to-1, err)
 		}
-		seg, err = segment.Open(l.fs, l.dir, base, &l.segOpts)
+		seg, err = segment.Open(l.fs, l.dir, base, l.segOpts())
 		if err != nil {
 			return fmt.Errorf("log: fill offsets %d to %d: %w", from, to-1, err)
 		}
