@@ -495,7 +495,11 @@ type pollPart struct {
 // offsets missing between segments: an error wrapping a
 // *log.DamagedRangeError that names the file, the byte position and the
 // offsets) is reported so once, and the Poll after it passes over it to the
-// next valid batch, as over a compaction gap.
+// next valid batch, as over a compaction gap. So is a batch whose framing
+// holds but whose CRC fails: the log locates it (log.Log.LocateDamage), and
+// where reading resumes never comes from the damaged bytes. Only a batch
+// the log cannot locate (the file holds it valid) holds the position until
+// a Seek. A Seek back to a passed-over range reports it again.
 func (c *Consumer) Poll(ctx context.Context) ([]Record, error) {
 	c.pollMu.Lock()
 	defer c.pollMu.Unlock()
@@ -629,19 +633,23 @@ func (c *Consumer) fetch(pp *pollPart, recs []Record) ([]Record, error) {
 			pos0 := pp.pos
 			var u viewUse
 			recs, u, err = c.decode(pp, v, recs)
-			if err != nil || u.rest > 0 || maxBytes >= c.opts.FetchBytes ||
-				len(recs) >= c.opts.MaxPollRecords || pp.pos == pos0 ||
-				u.size+u.largest <= maxBytes {
-				// Done, or the read ended where a FetchBytes read would
-				// have too (a batch as large as any seen would have fit:
-				// the segment's end or the high watermark), which a Poll
-				// does not read past.
-				return recs, err
+			if err == nil {
+				if u.rest > 0 || maxBytes >= c.opts.FetchBytes ||
+					len(recs) >= c.opts.MaxPollRecords || pp.pos == pos0 ||
+					u.size+u.largest <= maxBytes {
+					// Done, or the read ended where a FetchBytes read
+					// would have too (a batch as large as any seen would
+					// have fit: the segment's end or the high watermark),
+					// which a Poll does not read past.
+					return recs, nil
+				}
+				// The read, cut by the estimate, ran out before
+				// MaxPollRecords: read on from where it ended.
+				resets = -1
+				continue
 			}
-			// The read, cut by the estimate, ran out before
-			// MaxPollRecords: read on from where it ended.
-			resets = -1
-			continue
+			// A damaged batch: handled below with Read's errors (a
+			// located range is passed over once it was reported).
 		}
 		if errors.Is(err, log.ErrNoData) {
 			return recs, nil
@@ -671,6 +679,9 @@ func (c *Consumer) fetch(pp *pollPart, recs []Record) ([]Record, error) {
 				return recs, fmt.Errorf("%w: %q was deleted", ErrUnknownTopic, p.Topic())
 			}
 			return recs, fmt.Errorf("%w: %s", ErrClosed, p)
+		}
+		if dr != nil || errors.Is(err, ErrCorrupt) {
+			return recs, err // decode's, which names the partition
 		}
 		return recs, fmt.Errorf("folio: reading %s at %d: %w", p, pp.pos, err)
 	}
@@ -717,7 +728,7 @@ func (c *Consumer) decode(pp *pollPart, v *readpath.View, recs []Record) (_ []Re
 			nBatch, posBatch, movedBatch := len(recs), pp.pos, pp.moved
 			bt, rest, err := record.Parse(buf)
 			if err != nil {
-				return fmt.Errorf("folio: %s: %w", p, errs.Mark(err, ErrCorrupt))
+				return c.damagedBatch(p, pp.pos, err)
 			}
 			buf = rest
 			u.largest = max(u.largest, len(bt))
@@ -781,6 +792,23 @@ func (c *Consumer) decode(pp *pollPart, v *readpath.View, recs []Record) (_ []Re
 		p.Delivered(len(recs)-n0, bytesRead)
 	}
 	return recs, u, err
+}
+
+// damagedBatch is decode's error for a batch at or after pos that fails
+// its checks (record.Parse's err): the log's *log.DamagedRangeError when
+// it locates the damage in the file (the range, its file and bytes, and
+// the next valid batch: fetch passes over it once it was reported, as
+// over a range Read reports), else err, which holds the position at the
+// batch until a Seek.
+func (c *Consumer) damagedBatch(p *brokerPart, pos int64, err error) error {
+	if lerr := p.Log().LocateDamage(pos); lerr != nil {
+		var dr *log.DamagedRangeError
+		if errors.As(lerr, &dr) && dr.Resume > pos {
+			return fmt.Errorf("folio: reading %s at %d: %w", p, pos, lerr)
+		}
+		err = errors.Join(err, lerr)
+	}
+	return fmt.Errorf("folio: %s: %w", p, errs.Mark(err, ErrCorrupt))
 }
 
 // arenaStart is the first size of the buffer a poll copies record bytes

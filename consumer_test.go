@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -587,7 +588,7 @@ func TestZeroCopyPollReusesItsSlice(t *testing.T) {
 // its position there for that Poll, and then goes on at the next valid
 // batch to the records after it, in this segment and the next.
 func TestConsumerPassesOverDamage(t *testing.T) {
-	for _, how := range []string{"broken header", "truncated"} {
+	for _, how := range []string{"broken header", "truncated", "crc", "last offset delta", "length inside", "length outside"} {
 		t.Run(how, func(t *testing.T) { consumerPassesOverDamage(t, how) })
 	}
 }
@@ -621,15 +622,32 @@ func consumerPassesOverDamage(t *testing.T, how string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The third batch's magic byte.
+	// The third batch: its offsets, and the next one's base, where
+	// reading must resume (a truncated segment resumes at the next).
 	pos := 0
 	for range 2 {
 		pos += int(binary.BigEndian.Uint32(data[pos+8:])) + 12
 	}
-	if how == "truncated" {
+	size := int(binary.BigEndian.Uint32(data[pos+8:])) + 12
+	from := int64(binary.BigEndian.Uint64(data[pos:]))
+	resume := int64(binary.BigEndian.Uint64(data[pos+size:]))
+	switch how {
+	case "truncated":
 		data = data[:pos+30]
-	} else {
-		data[pos+16] = 9
+		name := filepath.Base(logs[2])
+		resume, _ = strconv.ParseInt(strings.TrimSuffix(name, ".log"), 10, 64)
+	case "broken header":
+		data[pos+16] = 9 // magic
+	case "crc":
+		data[pos+size-1] ^= 0x20 // the last record's last byte
+	case "last offset delta":
+		// The field the reverted pass-over trusted: 0x50 in its top byte
+		// sent the consumer to offset 1342177361.
+		data[pos+23] ^= 0x50
+	case "length inside":
+		data[pos+10] ^= 0x01 // 256 bytes off: into a later batch or garbage
+	case "length outside":
+		data[pos+8] ^= 0x10 // past the end of the file
 	}
 	if err := os.WriteFile(victim, data, 0o644); err != nil {
 		t.Fatal(err)
@@ -662,6 +680,10 @@ func consumerPassesOverDamage(t *testing.T, how string) {
 	if len(damage) != 1 || damage[0].Pos != int64(pos) || damage[0].Path != victim {
 		t.Fatalf("damage reported %d times: %v, want once at byte %d of %s", len(damage), damage, pos, victim)
 	}
+	if damage[0].From != from || damage[0].Resume != resume {
+		t.Fatalf("damage reported as offsets %d to %d, want exactly the batch's %d to %d", damage[0].From, damage[0].Resume-1, from, resume-1)
+	}
+	t.Logf("%v", damage[0])
 	d := damage[0]
 	for i := int64(0); i < n; i++ {
 		v, ok := got[i]

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/foliolog/folio/errs"
 	"github.com/foliolog/folio/index"
@@ -30,13 +31,19 @@ type DamagedRangeError struct {
 	Path         string // the damaged segment's .log, or the one after a hole
 	Pos          int64  // byte position of the first damaged batch, -1 for a hole
 	From, Resume int64
-	Err          error // an *errs.Corruption
-	cause        error // what the segment reported, if it did
+	// End is the byte position in Path of the batch at Resume when it is
+	// in the same segment (the damaged bytes are [Pos, End)), else 0.
+	End   int64
+	Err   error // an *errs.Corruption
+	cause error // what the segment reported, if it did
 }
 
 func (e *DamagedRangeError) Error() string {
 	if e.Pos < 0 { // a hole: the cause says the range
 		return fmt.Sprintf("%v; reading resumes at %d", e.Err, e.Resume)
+	}
+	if e.End > e.Pos {
+		return fmt.Sprintf("%v; offsets %d to %d (bytes %d to %d) cannot be read, reading resumes at %d", e.Err, e.From, e.Resume-1, e.Pos, e.End-1, e.Resume)
 	}
 	return fmt.Sprintf("%v; offsets %d to %d cannot be read, reading resumes at %d", e.Err, e.From, e.Resume-1, e.Resume)
 }
@@ -51,135 +58,297 @@ func (e *DamagedRangeError) Unwrap() []error {
 }
 
 // readDamaged handles a read of e at offset that failed with cause, bad
-// bytes in the segment: it finds where the valid batches end (a walk of
-// the batch headers from the start of the file), reads the batch holding
-// offset alone if offset lies before that, and otherwise returns a
-// *DamagedRangeError with the range and where valid batches resume (the
-// first offset-index entry past the damage whose batch is whole and
-// valid). after is the offset to resume at when the segment has none left:
+// bytes in the segment, or (cause nil) one whose first batch starts past
+// offset in a segment where damage was located (a lookup by offset may
+// have passed over valid batches by a damaged length field). It walks the
+// segment (walkDamage) and reads the batch holding offset from the
+// position the walk found it at, up to the next damage, or returns a
+// *DamagedRangeError for the range offset lies in. after is the offset
+// to resume at when the segment has no valid batch left past some damage:
 // the next segment's base, or the log end.
 func (l *Log) readDamaged(e *segEntry, offset int64, maxBytes int, maxPos, after int64, cause error) (*readpath.View, error) {
-	fail := markCorrupt(fmt.Errorf("log: read at offset %d: %w", offset, cause))
-	if maxPos < 0 && e.seg.Sealed() && !e.seg.Loaded() {
+	fail := func(err error) error {
+		if cause == nil {
+			cause = err
+		}
+		return markCorrupt(fmt.Errorf("log: read at offset %d: %w", offset, cause))
+	}
+	if cause != nil && maxPos < 0 && e.seg.Sealed() && !e.seg.Loaded() {
 		if v, err, ok := l.repairSealed(e, offset, maxBytes, after); ok {
 			return v, err
 		}
 	}
+	w, err := l.walkDamage(e, max(offset, e.base), maxPos, after)
+	switch {
+	case err != nil:
+		return nil, fail(err)
+	case w.damage != nil:
+		w.damage.cause = cause
+		return nil, w.damage
+	case w.hold < 0:
+		return nil, fail(errs.Corruptf(ErrCorrupt, segment.LogPath(l.dir, e.base), -1, "no valid batch holds offset %d", offset))
+	}
+	if w.whole {
+		w.runEnd = maxPos // no damage after the batch: read as far as asked
+	}
+	l.caps.acquire(&e.capEntry)
+	v, err := e.seg.ReadAt(w.hold, maxBytes, w.runEnd)
+	l.caps.release(&e.capEntry)
+	if err != nil {
+		return nil, fail(err)
+	}
+	return v, nil
+}
+
+// damageWalk is what walkDamage found for an offset: the valid batch
+// holding it, or the damaged range it lies in.
+type damageWalk struct {
+	hold   int64 // position of the first valid batch whose last offset is at or above the offset; -1 for none
+	runEnd int64 // where the valid batches from hold end (the next damage)
+	whole  bool  // no damage from hold to the end of the walk
+	damage *DamagedRangeError
+}
+
+// walkDamage walks e's .log from the start, batch by batch, CRC included
+// (a misframed batch fails it too), up to maxPos (< 0: the file's size),
+// passing over each damaged range as a reader would, to the first batch
+// past it that resumeAfter finds, until it reaches the batch holding
+// offset or the range offset lies in. A range with no valid batch after it
+// in the segment resumes at after.
+//
+// The damage's own fields are never trusted for where the range ends: the
+// range starts after the last valid batch before it, and ends where
+// resumeAfter finds a valid batch that the chain of valid batches after it
+// connects with the segment's index (or its end).
+func (l *Log) walkDamage(e *segEntry, offset, maxPos, after int64) (damageWalk, error) {
 	path := segment.LogPath(l.dir, e.base)
 	f, err := l.fs.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
-		return nil, fail
+		return damageWalk{}, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, fail
+		return damageWalk{}, err
 	}
-	size := fi.Size()
-	// The valid prefix, batch by batch (CRC included: a batch misframed by
-	// a bad length fails it).
+	limit := fi.Size()
+	if maxPos >= 0 && maxPos < limit {
+		limit = maxPos
+	}
 	var hdr [record.HeaderSize]byte
 	var buf []byte
-	pos, next := int64(0), e.base
-	why := errors.New("no whole batch header")
-	for pos+record.HeaderSize <= size {
-		if _, err := f.ReadAt(hdr[:], pos); err != nil && !errors.Is(err, io.EOF) {
-			return nil, fail
-		}
-		n, err := record.CheckHeader(hdr[:])
-		h := record.Batch(hdr[:])
-		switch {
-		case err != nil:
-			why = err
-		case pos+int64(n) > size:
-			why = fmt.Errorf("a batch of %d bytes runs past the end of the file (%d)", n, size)
-		case h.BaseOffset() < next:
-			why = fmt.Errorf("base offset %d does not follow %d", h.BaseOffset(), next-1)
-		default:
-			if cap(buf) < n {
-				buf = make([]byte, n)
+	pos, next, hold := int64(0), e.base, int64(-1)
+	for {
+		var why error
+		for pos < limit {
+			if pos+record.HeaderSize > limit {
+				why = fmt.Errorf("%d bytes left, short of a batch header", limit-pos)
+				break
 			}
-			b := record.Batch(buf[:n])
-			if _, err := f.ReadAt(b, pos); err != nil {
-				return nil, fail
+			if _, err := f.ReadAt(hdr[:], pos); err != nil && !errors.Is(err, io.EOF) {
+				return damageWalk{}, err
 			}
-			if why = b.Validate(); why == nil {
-				next = b.LastOffset() + 1
-				pos += int64(n)
-				continue
+			n, err := record.CheckHeader(hdr[:])
+			h := record.Batch(hdr[:])
+			switch {
+			case err != nil:
+				why = err
+			case pos+int64(n) > limit:
+				why = fmt.Errorf("a batch of %d bytes runs past the end (%d)", n, limit)
+			case h.BaseOffset() < next:
+				why = fmt.Errorf("base offset %d does not follow %d", h.BaseOffset(), next-1)
+			default:
+				if cap(buf) < n {
+					buf = make([]byte, n)
+				}
+				b := record.Batch(buf[:n])
+				if _, err := f.ReadAt(b, pos); err != nil && !errors.Is(err, io.EOF) {
+					return damageWalk{}, err
+				}
+				if why = b.Validate(); why == nil {
+					if hold < 0 && b.LastOffset() >= offset {
+						hold = pos
+					}
+					next = b.LastOffset() + 1
+					pos += int64(n)
+					continue
+				}
 			}
+			break
 		}
-		break
-	}
-	if pos >= size {
-		return nil, fail // the framing is whole: not damage this can pass over
-	}
-	if offset < next {
-		// Before the damage: the batches up to it are whole.
-		if maxPos < 0 || maxPos > pos {
-			maxPos = pos
+		if hold >= 0 {
+			return damageWalk{hold: hold, runEnd: pos, whole: why == nil}, nil
 		}
-		l.caps.acquire(&e.capEntry)
-		v, err := e.seg.Read(max(offset, e.base), maxBytes, maxPos)
-		l.caps.release(&e.capEntry)
-		if err != nil {
-			return nil, fail
+		if why == nil {
+			return damageWalk{hold: -1}, nil // offset lies past the walk
 		}
-		return v, nil
+		q, r, ok := l.resumeAfter(f, limit, e.base, pos, next)
+		if !ok {
+			q, r = 0, after
+		}
+		e.noteDamage(damageAt{pos: pos, resume: r})
+		if !ok || offset < r {
+			c := errs.Corrupt(ErrCorrupt, path, pos, why).AtOffset(next)
+			return damageWalk{hold: -1, damage: &DamagedRangeError{Path: path, Pos: pos, From: next, Resume: r, End: q, Err: c}}, nil
+		}
+		pos, next = q, r
 	}
-	resume := after
-	if r, ok := l.resumeAfter(f, size, e.base, pos, next); ok {
-		resume = r
-	}
-	if resume <= offset {
-		return nil, fail
-	}
-	c := errs.Corrupt(ErrCorrupt, path, pos, why).AtOffset(next)
-	return nil, &DamagedRangeError{Path: path, Pos: pos, From: next, Resume: resume, Err: c, cause: cause}
 }
 
-// resumeAfter returns the base offset of the first batch past the damage at
-// pos that the segment's offset index points at and that is whole and
-// valid (CRC included), at or above from.
-func (l *Log) resumeAfter(f interface {
-	ReadAt([]byte, int64) (int, error)
-}, size, base, pos, from int64) (int64, bool) {
+// noteDamage adds d to the damaged batches e's reads located.
+func (e *segEntry) noteDamage(d damageAt) {
+	for {
+		old := e.damaged.Load()
+		var ds []damageAt
+		if old != nil {
+			if slices.Contains(*old, d) {
+				return
+			}
+			ds = slices.Clone(*old)
+		}
+		ds = append(ds, d)
+		if e.damaged.CompareAndSwap(old, &ds) {
+			return
+		}
+	}
+}
+
+// maxResumeScan bounds the bytes resumeAfter searches byte by byte for the
+// next valid batch; past it only the offset index's next entry is taken.
+const maxResumeScan = 64 << 20
+
+// resumeAfter returns the position and base offset of the first valid
+// batch (CRC included) after the damage at pos, at or above offset from,
+// below limit. It takes nothing from the damaged bytes (a flipped length
+// or last-offset field would send a reader anywhere): the batch is found
+// by trying each byte position after pos up to stop, the first position
+// past pos that the offset index points at whose batch is valid and
+// matches its entry (or limit when none does), and it counts only if the
+// chain of valid batches from it, each by its length, with ascending
+// offsets, reaches stop exactly. So no valid batch between the damage and
+// stop is passed over: every one of them chains to stop. None found, the
+// index's batch at stop is the answer, and ok is false when there is none.
+func (l *Log) resumeAfter(f io.ReaderAt, limit, base, pos, from int64) (at, offset int64, ok bool) {
+	stop, stopBase := limit, int64(-1)
 	x, err := index.OpenOffset(l.fs, segment.IndexPath(l.dir, base), base, false, &index.Options{MaxIndexBytes: l.opts.MaxIndexBytes})
-	if err != nil {
-		return 0, false
+	if err == nil {
+		defer x.Close()
+		lo, hi := 0, x.Entries()
+		for lo < hi { // the first entry past pos
+			mid := int(uint(lo+hi) >> 1)
+			if x.Entry(mid).Position <= pos {
+				lo = mid + 1
+			} else {
+				hi = mid
+			}
+		}
+		for i := lo; i < x.Entries(); i++ {
+			ent := x.Entry(i)
+			if ent.Position >= limit {
+				break
+			}
+			if b, ok := batchAt(f, ent.Position, limit); ok && b.LastOffset() == ent.Offset && b.BaseOffset() >= from {
+				stop, stopBase = ent.Position, b.BaseOffset()
+				break
+			}
+		}
 	}
-	defer x.Close()
-	first, ok := x.UpperBoundPosition(pos + 1)
-	if !ok {
-		return 0, false
+	if stop-pos > maxResumeScan {
+		return stop, stopBase, stopBase >= 0
 	}
-	var buf []byte
-	for i := 0; i < x.Entries(); i++ {
-		ent := x.Entry(i)
-		if ent.Position < first.Position || ent.Position+record.HeaderSize > size {
-			continue
-		}
-		var hdr [record.HeaderSize]byte
-		if _, err := f.ReadAt(hdr[:], ent.Position); err != nil {
-			continue
-		}
-		n, err := record.CheckHeader(hdr[:])
-		if err != nil || ent.Position+int64(n) > size {
-			continue
-		}
-		if cap(buf) < n {
-			buf = make([]byte, n)
-		}
-		b := record.Batch(buf[:n])
-		if _, err := f.ReadAt(b, ent.Position); err != nil {
-			continue
-		}
-		if b.Validate() != nil || b.LastOffset() != ent.Offset || b.BaseOffset() < from {
-			continue
-		}
-		return b.BaseOffset(), true
+	region := make([]byte, stop-pos)
+	if _, err := f.ReadAt(region, pos); err != nil && !errors.Is(err, io.EOF) {
+		return stop, stopBase, stopBase >= 0
 	}
-	return 0, false
+	for q := 1; q+record.HeaderSize <= len(region); q++ {
+		n, err := record.CheckHeader(region[q:])
+		if err != nil || n > len(region)-q {
+			continue
+		}
+		b := record.Batch(region[q : q+n])
+		if b.BaseOffset() < from || b.Validate() != nil {
+			continue
+		}
+		if chainsTo(region[q:], stopBase) {
+			return pos + int64(q), b.BaseOffset(), true
+		}
+	}
+	return stop, stopBase, stopBase >= 0
+}
+
+// chainsTo reports whether region is a chain of valid batches, each
+// starting where the one before ends, with ascending offsets, all below
+// stopBase (the base of the batch after the region; < 0 for none).
+func chainsTo(region []byte, stopBase int64) bool {
+	last := int64(-1)
+	for len(region) > 0 {
+		n, err := record.CheckHeader(region)
+		if err != nil || n > len(region) {
+			return false
+		}
+		b := record.Batch(region[:n])
+		if b.BaseOffset() <= last || b.Validate() != nil {
+			return false
+		}
+		last, region = b.LastOffset(), region[n:]
+	}
+	return stopBase < 0 || last < stopBase
+}
+
+// batchAt reads the batch at pos of f and reports whether it is whole,
+// ends by limit and is valid (CRC included).
+func batchAt(f io.ReaderAt, pos, limit int64) (record.Batch, bool) {
+	var hdr [record.HeaderSize]byte
+	if pos+record.HeaderSize > limit {
+		return nil, false
+	}
+	if _, err := f.ReadAt(hdr[:], pos); err != nil && !errors.Is(err, io.EOF) {
+		return nil, false
+	}
+	n, err := record.CheckHeader(hdr[:])
+	if err != nil || pos+int64(n) > limit {
+		return nil, false
+	}
+	b := make(record.Batch, n)
+	if _, err := f.ReadAt(b, pos); err != nil && !errors.Is(err, io.EOF) {
+		return nil, false
+	}
+	return b, b.Validate() == nil
+}
+
+// LocateDamage tells a reader whose check of a batch failed (Read checks
+// no CRC; a consumer's decode does) what the damage costs: for the first
+// batch at or after offset below the high watermark, it returns a
+// *DamagedRangeError with the range that cannot be read, its file and byte
+// position, and the first valid batch after it (found as Read finds it for
+// a misframed batch: see walkDamage), or nil when that batch is valid in
+// the file (the damage the reader saw is not the file's; it keeps its own
+// error). Any other error is the walk's.
+func (l *Log) LocateDamage(offset int64) error {
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	sn, limit := l.snap.Load(), l.hw.Load()
+	for e := floorEntry(sn, offset); e != nil && e.base <= limit.segBase; e = nextEntry(sn, e) {
+		maxPos := int64(-1)
+		if e.base == limit.segBase {
+			maxPos = limit.pos
+		}
+		w, err := l.walkDamage(e, max(offset, e.base), maxPos, l.afterSegment(sn, e))
+		if err != nil {
+			if again, _ := l.lookAgain(err); again {
+				return nil // deleted meanwhile: a new read tells
+			}
+			return markCorrupt(fmt.Errorf("log: locate damage at offset %d: %w", offset, err))
+		}
+		if w.damage != nil {
+			return w.damage
+		}
+		if w.hold >= 0 {
+			return nil
+		}
+	}
+	return nil
 }
 
 // afterSegment is where reading resumes after e when nothing in it past

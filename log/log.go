@@ -50,7 +50,17 @@ type segEntry struct {
 	// cut is the damage a read found and cut (see repairSealed), for the
 	// reports of the range it cost; nil for none.
 	cut atomic.Pointer[errs.Corruption]
+	// damaged lists the damaged batches reads located in seg (see
+	// damage.go), nil for none. With damage known, a read whose lookup by
+	// offset lands on a damaged batch past its range (a damaged last
+	// offset claims the offset) or starts past the offset (a damaged
+	// length may have passed over valid batches) is checked by a walk.
+	damaged atomic.Pointer[[]damageAt]
 }
+
+// damageAt is a damaged batch a read located: its byte position and the
+// offset where reading resumes after it.
+type damageAt struct{ pos, resume int64 }
 
 func lessEntry(a, b *segEntry) bool { return a.base < b.base }
 

@@ -163,6 +163,13 @@ func (l *Log) readSnapshot(sn *snapshot, limit *mark, offset int64, maxBytes int
 		v, err := e.seg.Read(max(offset, e.base), maxBytes, maxPos)
 		l.caps.release(&e.capEntry)
 		if v != nil {
+			if d := e.damaged.Load(); d != nil && misled(*d, v, max(offset, e.base)) {
+				// Damage was located here, and the lookup passed over
+				// offset: it may have done so by a damaged length field,
+				// over valid batches. The walk finds them.
+				v.Release()
+				return l.readDamaged(e, offset, maxBytes, maxPos, l.afterSegment(sn, e), nil)
+			}
 			// With err, the batches before a damaged one: deliver them, and
 			// the read that starts at the damaged batch reports it.
 			return v, nil
@@ -184,6 +191,27 @@ func (l *Log) readSnapshot(sn *snapshot, limit *mark, offset int64, maxBytes int
 		e = n
 	}
 	return nil, ErrNoData
+}
+
+// misled reports whether a read of offset that returned v may have been
+// misled by damage in a segment with the damaged batches ds: v starts at
+// one of them although offset lies past its range, or its first batch
+// starts past offset.
+func misled(ds []damageAt, v *readpath.View, offset int64) bool {
+	for _, d := range ds {
+		if d.pos == v.Pos() && offset >= d.resume {
+			return true
+		}
+	}
+	past := false
+	_ = readpath.Guard(func() error {
+		b, err := v.Bytes()
+		if err == nil && len(b) >= record.HeaderSize {
+			past = record.Batch(b).BaseOffset() > offset
+		}
+		return nil
+	})
+	return past
 }
 
 // floorEntry returns the segment with the largest base at or below offset,

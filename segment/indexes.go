@@ -518,9 +518,15 @@ func (c *cursor) restore(fromTimeEntry bool) (*tip, error) {
 		// before the last offset entry, so walk the whole log for it.
 		start = 0
 	}
+	// A batch before the time index's last entry cannot hold a larger
+	// timestamp than the entry's (the entry is where the running maximum
+	// was, or the final maximum): a header that says so is damaged (its
+	// CRC fails; a read reports it), and taking its timestamp would put
+	// the final time entry of the seal before the last one.
+	indexed := t.maxTsOffset
 	_, err := sc.walk(start, func(_ int64, h record.Batch) bool {
 		t.next = h.LastOffset() + 1
-		if ts := h.MaxTimestamp(); ts > t.maxTs {
+		if ts := h.MaxTimestamp(); ts > t.maxTs && h.LastOffset() >= indexed {
 			t.maxTs, t.maxTsOffset = ts, h.LastOffset()
 		}
 		return true

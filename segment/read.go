@@ -30,16 +30,45 @@ import (
 // before the damage, and must release the view. A view is returned only
 // with nil or such an error.
 func (s *Segment) Read(offset int64, maxBytes int, maxPosition int64) (*readpath.View, error) {
+	return s.read(maxBytes, maxPosition, func(c *cursor) (int64, record.Batch, error) {
+		pos, h, found, err := c.locate(offset)
+		if err != nil {
+			return 0, nil, err
+		}
+		if !found || offset < s.base {
+			return 0, nil, s.outOfRange(offset, c.t)
+		}
+		return pos, h, nil
+	})
+}
+
+// ReadAt is Read from the batch at byte position pos of the .log, which
+// the caller knows starts a batch (the log's walk over a damaged segment
+// found it, where a lookup by offset would pass over it by a damaged
+// length field): the view holds whole batches from there, up to maxBytes
+// (always that first one) and below maxPosition (< 0: everything written).
+// It returns ErrCorrupt when no batch header checks at pos.
+func (s *Segment) ReadAt(pos int64, maxBytes int, maxPosition int64) (*readpath.View, error) {
+	return s.read(maxBytes, maxPosition, func(c *cursor) (int64, record.Batch, error) {
+		c.pin()
+		h, err := c.sc.header(pos)
+		if err != nil {
+			return 0, nil, err
+		}
+		return pos, h, nil
+	})
+}
+
+// read returns the view of the batches from the one first finds, as Read
+// describes.
+func (s *Segment) read(maxBytes int, maxPosition int64, first func(c *cursor) (int64, record.Batch, error)) (*readpath.View, error) {
 	var v *readpath.View
 	var damage error
 	err := s.withCursor(func(c *cursor) error {
 		v, damage = nil, nil // fn may run twice (see withCursor)
-		pos, h, found, err := c.locate(offset)
+		pos, h, err := first(c)
 		if err != nil {
 			return err
-		}
-		if !found || offset < s.base {
-			return s.outOfRange(offset, c.t)
 		}
 		limit := c.t.size
 		if maxPosition >= 0 {
@@ -47,7 +76,7 @@ func (s *Segment) Read(offset int64, maxBytes int, maxPosition int64) (*readpath
 		}
 		end := pos + int64(h.Size())
 		if end > limit {
-			return fmt.Errorf("%w: %s: the batch holding offset %d ends at %d, beyond the visible %d", ErrOffsetOutOfRange, s.logPath, offset, end, limit)
+			return fmt.Errorf("%w: %s: the batch at offset %d ends at %d, beyond the visible %d", ErrOffsetOutOfRange, s.logPath, h.BaseOffset(), end, limit)
 		}
 		budget := int64(max(maxBytes, 0))
 		for end < limit {

@@ -426,10 +426,50 @@ func tornTail(logPath string, rep segment.Report) int64 {
 	if _, err := f.ReadAt(hdr[:], pos); err != nil {
 		return -1
 	}
-	if size, err := record.CheckHeader(hdr[:]); err == nil && int64(size) > left {
+	if size, err := record.CheckHeader(hdr[:]); err != nil || int64(size) <= left {
+		return -1
+	}
+	// A torn write leaves a prefix of one batch. A damaged length field
+	// reads the same, unless the bytes say otherwise: they are a whole
+	// batch under the length the file leaves (the CRC does not cover the
+	// length), or a valid batch starts after pos and the chain from it
+	// ends the file.
+	rest := make([]byte, left)
+	if _, err := f.ReadAt(rest, pos); err != nil && !errors.Is(err, io.EOF) {
 		return pos
 	}
-	return -1
+	if record.Batch(rest).ComputeCRC() == record.Batch(rest).CRC() || validAfter(rest) {
+		return -1
+	}
+	return pos
+}
+
+// validAfter reports whether some position after the start of b starts a
+// chain of valid batches (CRC included), each where the one before ends,
+// with ascending offsets, that ends exactly at the end of b.
+func validAfter(b []byte) bool {
+	for q := 1; q+record.HeaderSize <= len(b); q++ {
+		if chainEnds(b[q:]) {
+			return true
+		}
+	}
+	return false
+}
+
+func chainEnds(b []byte) bool {
+	last := int64(-1)
+	for len(b) > 0 {
+		n, err := record.CheckHeader(b)
+		if err != nil || n > len(b) {
+			return false
+		}
+		bt := record.Batch(b[:n])
+		if bt.BaseOffset() <= last || bt.Validate() != nil {
+			return false
+		}
+		last, b = bt.LastOffset(), b[n:]
+	}
+	return true
 }
 
 // entryPastPrefix reports whether the index entry of problem p points

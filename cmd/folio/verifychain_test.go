@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,6 +66,59 @@ func TestVerifyChain(t *testing.T) {
 			}
 			if strings.HasPrefix(tc.damage, ".") && !strings.Contains(r.stdout, filepath.Base(path)+tc.damage) {
 				t.Errorf("verify does not name the renamed %s:\n%s", filepath.Base(path)+tc.damage, r.stdout)
+			}
+		})
+	}
+}
+
+// TestVerifyLengthFlipIsNotTorn: in the last segment of a directory not
+// closed cleanly, an incomplete batch at the end of the .log is a note (a
+// write in progress, or a torn write recovery cuts), but a batch whose
+// length field was flipped past the end of the file is damage when the
+// bytes prove it: whole batches follow it, or it is itself whole under the
+// length the file leaves (its CRC holds). Those are problems naming the
+// file; a real torn tail stays a note.
+func TestVerifyLengthFlipIsNotTorn(t *testing.T) {
+	for _, how := range []string{"batches follow", "last batch", "torn"} {
+		t.Run(how, func(t *testing.T) {
+			dir := t.TempDir()
+			fill(t, dir, "c", folio.TopicConfig{Flush: folio.FlushNone}, 8, func(int) string { return strings.Repeat("v", 60) })
+			if err := os.Remove(filepath.Join(dir, folio.CleanShutdownFile)); err != nil {
+				t.Fatal(err) // as a crash leaves it
+			}
+			pdir := filepath.Join(dir, topic.DirName("c", 0))
+			bases, err := segmentBases(pdir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := segment.LogPath(pdir, bases[len(bases)-1])
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var pos []int
+			for p := 0; p < len(data); p += int(binary.BigEndian.Uint32(data[p+8:])) + 12 {
+				pos = append(pos, p)
+			}
+			if len(pos) < 4 {
+				t.Fatalf("%d batches", len(pos))
+			}
+			want := "PROBLEM " + path
+			switch how {
+			case "batches follow":
+				data[pos[1]+9] ^= 0x10 // a megabyte more: past the end
+			case "last batch":
+				data[pos[len(pos)-1]+10] ^= 0x04
+			case "torn":
+				data = data[:pos[len(pos)-1]+80]
+				want = "NOTE    " + path
+			}
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r := cli(t, "", "verify", "-dir", dir)
+			if !strings.Contains(r.stdout, want) || how != "torn" && r.code == 0 || how == "torn" && strings.Contains(r.stdout, "PROBLEM") {
+				t.Fatalf("verify after %s (exit %d), want %q:\n%s%s", how, r.code, want, r.stdout, r.stderr)
 			}
 		})
 	}
