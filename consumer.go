@@ -636,11 +636,13 @@ func (c *Consumer) fetch(pp *pollPart, recs []Record) ([]Record, error) {
 			if err == nil {
 				if u.rest > 0 || maxBytes >= c.opts.FetchBytes ||
 					len(recs) >= c.opts.MaxPollRecords || pp.pos == pos0 ||
-					u.size+u.largest <= maxBytes {
-					// Done, or the read ended where a FetchBytes read
-					// would have too (a batch as large as any seen would
-					// have fit: the segment's end or the high watermark),
-					// which a Poll does not read past.
+					pp.pos >= p.HighWatermark() {
+					// Done: MaxPollRecords reached, nothing read, or
+					// nothing left below the high watermark. (Whether the
+					// read ended at its size or at a segment's end is not
+					// told, and a guess from the batch sizes seen missed
+					// a batch larger than all before it; reading on past a
+					// segment's end only returns more of what is there.)
 					return recs, nil
 				}
 				// The read, cut by the estimate, ran out before
