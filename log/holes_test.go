@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/foliolog/folio/errs"
+	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/segment"
 )
 
@@ -120,32 +122,53 @@ func TestMiddleSegmentRenamedDeleted(t *testing.T) {
 // next append goes right after the real end, and the next open, scanning
 // everything, finds the chain whole.
 func TestMiddleSegmentMissing(t *testing.T) {
-	for _, how := range []string{"deleted", "emptied", "deleted before a clean open"} {
+	for _, how := range []string{"deleted", "emptied", "deleted before a clean open",
+		"emptied before a clean open", "truncated before a clean open", "deleted with its indexes before a clean open"} {
 		t.Run(how, func(t *testing.T) {
 			dir := t.TempDir()
 			want, bases, st := buildLog(t, dir, 40)
 			path := segment.LogPath(dir, bases[2])
+			lost := bases[2] // the first offset the damage costs
 			var err error
-			if how == "emptied" {
+			switch how {
+			case "emptied", "emptied before a clean open":
 				err = os.Truncate(path, 0)
-			} else {
+			case "truncated before a clean open":
+				// At a batch boundary, after the first batch: every
+				// file still loads, so only the chain shows the loss.
+				var data []byte
+				if data, err = os.ReadFile(path); err == nil {
+					b, _, perr := record.Parse(data)
+					if perr != nil {
+						t.Fatal(perr)
+					}
+					lost = b.LastOffset() + 1
+					err = os.Truncate(path, int64(len(b)))
+				}
+			case "deleted with its indexes before a clean open":
+				for _, p := range []string{path, segment.IndexPath(dir, bases[2]), segment.TimeIndexPath(dir, bases[2])} {
+					if err = os.Remove(p); err != nil {
+						break
+					}
+				}
+			default:
 				err = os.Remove(path)
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			if how != "deleted before a clean open" {
+			if !strings.HasSuffix(how, "before a clean open") {
 				st.Clean, st.RecoveryPoint = false, 0
 			}
 			o := &Options{SegmentBytes: 1024, FlushPolicy: FlushNone}
 			l := openT(t, nil, dir, o, st)
 			damageNaming(t, l.Recovery(), filepath.Base(segment.LogPath(dir, bases[3])))
-			if d := l.Recovery().Damage[0].Error(); !strings.Contains(d, fmt.Sprintf("offsets %d to %d", bases[2], bases[3]-1)) {
+			if d := l.Recovery().Damage[0].Error(); !strings.Contains(d, fmt.Sprintf("offsets %d to %d", lost, bases[3]-1)) {
 				t.Fatalf("the hole is reported as %q", d)
 			}
 			var expect []rec
 			for _, w := range want {
-				if w.offset < bases[2] || w.offset >= bases[3] {
+				if w.offset < lost || w.offset >= bases[3] {
 					expect = append(expect, w)
 				}
 			}
@@ -157,12 +180,118 @@ func TestMiddleSegmentMissing(t *testing.T) {
 				t.Fatal(err)
 			}
 			st = l.Checkpoint()
+			l = openT(t, nil, dir, o, st) // clean: the chain check finds it whole
+			if r := l.Recovery(); len(r.Damage) != 0 || r.SegmentsRemoved != 0 {
+				t.Fatalf("the next clean open: %+v", r)
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			st = l.Checkpoint()
 			st.Clean, st.RecoveryPoint = false, 0
 			l = openT(t, nil, dir, o, st)
 			if r := l.Recovery(); len(r.Damage) != 0 || r.SegmentsRemoved != 0 {
 				t.Fatalf("the next open: %+v", r)
 			}
 			sameRecs(t, readAll(t, l, 0)[:len(expect)], expect)
+		})
+	}
+}
+
+// TestLastSegmentMissingKeepsEnd: after a clean shutdown, the last segment
+// deleted, emptied or renamed away must not move the log end back: the
+// offsets it held were acknowledged (consumers and groups may hold them),
+// so they are reported as lost, the log end stays at the end the shutdown
+// checkpointed, and the next append goes there. A last segment renamed
+// .deleted is brought back whole. The next opens, clean or scanning
+// everything, find the chain whole.
+func TestLastSegmentMissingKeepsEnd(t *testing.T) {
+	for _, how := range []string{"deleted", "deleted with its indexes", "emptied", "renamed deleted", "last two deleted"} {
+		t.Run(how, func(t *testing.T) {
+			dir := t.TempDir()
+			want, bases, st := buildLog(t, dir, 40)
+			end := int64(len(want))
+			if st.RecoveryPoint != end || !st.Clean {
+				t.Fatalf("checkpoint %+v, want a clean one at %d", st, end)
+			}
+			victim := bases[len(bases)-1]
+			path := segment.LogPath(dir, victim)
+			var err error
+			switch how {
+			case "deleted":
+				err = os.Remove(path)
+			case "deleted with its indexes", "last two deleted":
+				if how == "last two deleted" {
+					victim = bases[len(bases)-2]
+				}
+				for _, b := range bases {
+					if b < victim {
+						continue
+					}
+					for _, p := range []string{segment.LogPath(dir, b), segment.IndexPath(dir, b), segment.TimeIndexPath(dir, b)} {
+						if err == nil {
+							err = os.Remove(p)
+						}
+					}
+				}
+			case "emptied":
+				err = os.Truncate(path, 0)
+			case "renamed deleted":
+				err = os.Rename(path, path+".deleted")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := &Options{SegmentBytes: 1024, FlushPolicy: FlushNone}
+			l := openT(t, nil, dir, o, st)
+			expect := want
+			if how == "renamed deleted" {
+				damageNaming(t, l.Recovery(), filepath.Base(path)+".deleted")
+			} else {
+				// The damage names the last segment left (the emptied
+				// one, or the one before the deleted ones).
+				named := victim
+				if how != "emptied" {
+					named = bases[slices.Index(bases, victim)-1]
+				}
+				damageNaming(t, l.Recovery(), filepath.Base(segment.LogPath(dir, named)))
+				if d := fmt.Sprint(l.Recovery().Damage); !strings.Contains(d, fmt.Sprintf("offsets %d to %d", victim, end-1)) {
+					t.Fatalf("the loss is reported as %q", d)
+				}
+				expect = nil
+				for _, w := range want {
+					if w.offset < victim {
+						expect = append(expect, w)
+					}
+				}
+			}
+			if l.LogEndOffset() != end {
+				t.Fatalf("log end %d, want the checkpointed %d", l.LogEndOffset(), end)
+			}
+			sameRecs(t, readAll(t, l, 0), expect)
+			if first, _, err := l.Append(makeBatch(t, "n", 0, 1, 10, 1)); err != nil || first != end {
+				t.Fatalf("append: %d %v, want offset %d", first, err, end)
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			st = l.Checkpoint()
+			l = openT(t, nil, dir, o, st)
+			if r := l.Recovery(); len(r.Damage) != 0 || r.SegmentsRemoved != 0 {
+				t.Fatalf("the next clean open: %+v", r)
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			st = l.Checkpoint()
+			st.Clean, st.RecoveryPoint = false, 0
+			l = openT(t, nil, dir, o, st)
+			if r := l.Recovery(); len(r.Damage) != 0 || r.SegmentsRemoved != 0 {
+				t.Fatalf("the next open: %+v", r)
+			}
+			if got := readAll(t, l, 0); len(got) != len(expect)+1 || got[len(got)-1].offset != end {
+				t.Fatalf("after reopening: %d records, want %d and one at %d", len(got), len(expect)+1, end)
+			}
 		})
 	}
 }
