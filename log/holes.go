@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -515,4 +516,128 @@ func (l *Log) keepEnd(last *segEntry, next, end int64) (*segEntry, error) {
 	e := l.newEntry(seg)
 	l.tree.ReplaceOrInsert(e)
 	return e, nil
+}
+
+// salvaged is what salvageTail saved of a last segment's batches after
+// damage: a segment of their own at base, holding batches whole and valid.
+type salvaged struct {
+	base, next int64 // its offsets: [base, next)
+	batches    int
+	damagePos  int64 // where the damage starts in the damaged segment
+	from       string
+}
+
+// salvageTail is the recovery of the last segment (its Salvage, before the
+// cut at pos): a torn write is cut as before, but when whole, valid batches
+// follow the damage, the damage is no torn write (one hits the end of what
+// was written), and the batches are copied, durably, into a segment of
+// their own at the first one's base, which the log adopts after the cut
+// (adoptSalvaged), the damaged range becoming a reported, filled hole. The
+// batches after the damage are found where the damaged batch's own header
+// says it ends, or else at the first later entry of the segment's offset
+// index whose batch is whole and valid; from there every whole, valid batch
+// up to the first one that is not (a torn tail behind them is cut) is kept.
+// Nothing is saved (nil) when none is found, or when a segment already
+// exists at that base (a crash in an earlier recovery left it: it is
+// scanned as a segment of its own then).
+func (l *Log) salvageTail(base int64, r io.ReaderAt, size, pos int64) (*salvaged, error) {
+	var batches []record.Batch
+	readBatch := func(at int64) record.Batch {
+		var hdr [record.HeaderSize]byte
+		if at+record.HeaderSize > size {
+			return nil
+		}
+		if _, err := r.ReadAt(hdr[:], at); err != nil {
+			return nil
+		}
+		n, err := record.CheckHeader(hdr[:])
+		if err != nil || at+int64(n) > size {
+			return nil
+		}
+		b := make(record.Batch, n)
+		if _, err := r.ReadAt(b, at); err != nil || b.Validate() != nil {
+			return nil
+		}
+		return b
+	}
+	collect := func(at int64) {
+		prev := int64(-1)
+		for at < size {
+			b := readBatch(at)
+			if b == nil || b.BaseOffset() <= prev || b.BaseOffset() <= base {
+				return
+			}
+			batches = append(batches, b)
+			prev = b.LastOffset()
+			at += int64(len(b))
+		}
+	}
+	var hdr [record.HeaderSize]byte
+	if _, err := r.ReadAt(hdr[:], pos); err == nil {
+		if n, err := record.CheckHeader(hdr[:]); err == nil && pos+int64(n) < size {
+			collect(pos + int64(n))
+		}
+	}
+	if len(batches) == 0 {
+		if x, err := index.OpenOffset(l.fs, segment.IndexPath(l.dir, base), base, false, &index.Options{MaxIndexBytes: l.segOpts.MaxIndexBytes}); err == nil {
+			for i := 0; i < x.Entries() && len(batches) == 0; i++ {
+				if ent := x.Entry(i); ent.Position > pos {
+					if b := readBatch(ent.Position); b != nil && b.LastOffset() == ent.Offset {
+						collect(ent.Position)
+					}
+				}
+			}
+			_ = x.Close()
+		}
+	}
+	if len(batches) == 0 {
+		return nil, nil // a torn tail: cut
+	}
+	at := batches[0].BaseOffset()
+	seg, err := segment.Create(l.fs, l.dir, at, &l.segOpts)
+	if errors.Is(err, segment.ErrExists) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("log: save the batches after damage in %s: %w", segment.LogPath(l.dir, base), err)
+	}
+	for _, b := range batches {
+		if _, err = seg.Append(b); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = seg.Sync()
+	}
+	if cerr := seg.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = seg.Delete()
+		return nil, fmt.Errorf("log: save the batches after damage in %s: %w", segment.LogPath(l.dir, base), err)
+	}
+	return &salvaged{base: at, next: batches[len(batches)-1].LastOffset() + 1, batches: len(batches), damagePos: pos, from: segment.LogPath(l.dir, base)}, nil
+}
+
+// adoptSalvaged puts the segment salvageTail saved after the last one,
+// once that was cut (its valid prefix ends at prevNext, its largest
+// timestamp prevTs), reporting the damaged range and filling it. If the
+// damaged segment was not kept, or the saved batches do not lie past its
+// prefix, the saved segment is removed instead.
+func (l *Log) adoptSalvaged(s *salvaged, kept bool, prevNext, prevTs int64) error {
+	seg, err := segment.Open(l.fs, l.dir, s.base, &l.segOpts)
+	if err != nil {
+		return fmt.Errorf("log: %w", err)
+	}
+	if !kept || s.base <= prevNext {
+		if err := seg.Delete(); err != nil {
+			return fmt.Errorf("log: remove %s: %w", seg, err)
+		}
+		return nil
+	}
+	l.recovery.Damage = append(l.recovery.Damage, errs.Corruptf(ErrCorrupt, s.from, s.damagePos,
+		"damaged batch, not a torn write: %d valid batches follow it; offsets %d to %d lost (filled with empty batches), the batches from offset %d kept in a segment of their own",
+		s.batches, prevNext, s.base-1, s.base).AtOffset(prevNext))
+	l.tree.ReplaceOrInsert(l.newEntry(seg))
+	return l.fillHole(prevNext, s.base, prevTs)
 }

@@ -295,3 +295,89 @@ func TestLastSegmentMissingKeepsEnd(t *testing.T) {
 		})
 	}
 }
+
+// TestUncleanOpenKeepsBatchesAfterDamage: damage in the middle of the last
+// (active) segment after a crash is no torn write when whole, valid batches
+// follow it: the unclean open keeps them, reports the damaged batch's range
+// (filled, so the chain is whole) and the end stays; a damaged batch found
+// by its own header (a flipped value byte) or not (a flipped length, the
+// batches after it found through the offset index) alike. A torn write at
+// the tail, or damage in the last batch, is cut as before.
+func TestUncleanOpenKeepsBatchesAfterDamage(t *testing.T) {
+	for _, how := range []string{"flipped value", "flipped length", "torn tail", "last batch flipped"} {
+		t.Run(how, func(t *testing.T) {
+			dir := t.TempDir()
+			o := &Options{SegmentBytes: 1 << 20, IndexIntervalBytes: 256, FlushPolicy: FlushNone}
+			l := openT(t, nil, dir, o, State{})
+			want := appendN(t, l, "b", 30, 2, 120)
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			path := segment.LogPath(dir, 0)
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var pos []int
+			for p := 0; p < len(data); {
+				n, err := record.CheckHeader(data[p:])
+				if err != nil {
+					t.Fatal(err)
+				}
+				pos = append(pos, p)
+				p += n
+			}
+			if len(pos) != 30 {
+				t.Fatalf("%d batches in the segment, want 30", len(pos))
+			}
+			k := 10 // the damaged batch: offsets 2k and 2k+1
+			lostFrom, lostTo := int64(2*k), int64(2*k+2)
+			end := int64(len(want))
+			switch how {
+			case "flipped value":
+				data[pos[k]+record.HeaderSize+20] ^= 0x55
+			case "flipped length":
+				data[pos[k]+9] ^= 0x40 // the length's second byte: the batch no longer frames
+			case "torn tail":
+				k = 29
+				data = data[:pos[k]+30]
+				lostFrom, lostTo, end = int64(2*k), int64(2*k+2), int64(2*k)
+			case "last batch flipped":
+				k = 29
+				data[pos[k]+record.HeaderSize+20] ^= 0x55
+				lostFrom, lostTo, end = int64(2*k), int64(2*k+2), int64(2*k)
+			}
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			l = openT(t, nil, dir, o, State{}) // unclean: scans it
+			if l.LogEndOffset() != end {
+				t.Fatalf("log end %d, want %d; %+v", l.LogEndOffset(), end, l.Recovery())
+			}
+			if end == int64(len(want)) {
+				damageNaming(t, l.Recovery(), filepath.Base(path))
+				if d := fmt.Sprint(l.Recovery().Damage); !strings.Contains(d, fmt.Sprintf("offsets %d to %d lost", lostFrom, lostTo-1)) {
+					t.Fatalf("the damage is reported as %s", d)
+				}
+			}
+			var expect []rec
+			for _, w := range want {
+				if w.offset < lostFrom || (w.offset >= lostTo && w.offset < end) {
+					expect = append(expect, w)
+				}
+			}
+			sameRecs(t, readAll(t, l, 0), expect)
+			if first, _, err := l.Append(makeBatch(t, "n", 0, 1, 10, 1)); err != nil || first != end {
+				t.Fatalf("append: %d %v, want offset %d", first, err, end)
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			l = openT(t, nil, dir, o, State{})
+			if r := l.Recovery(); len(r.Damage) != 0 || r.BytesCut != 0 || r.SegmentsRemoved != 0 {
+				t.Fatalf("the next open: %+v", r)
+			}
+			sameRecs(t, readAll(t, l, 0)[:len(expect)], expect)
+		})
+	}
+}

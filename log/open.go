@@ -3,6 +3,7 @@ package log
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"path/filepath"
@@ -483,6 +484,7 @@ func (l *Log) recover(entries []*segEntry, rp int64) (map[*segEntry]bool, error)
 	scan := entries[first:]
 	results := make([]segment.RecoverResult, len(scan))
 	scanErrs := make([]error, len(scan))
+	var salvage *salvaged // what followed damage in the last segment, saved before its cut
 	sem := make(chan struct{}, recoverWorkers)
 	var wg sync.WaitGroup
 	for i, e := range scan {
@@ -494,7 +496,17 @@ func (l *Log) recover(entries []*segEntry, rp int64) (map[*segEntry]bool, error)
 			// One fsync per segment here (its .log); the indexes it
 			// finds right are fsynced after Open (syncRecoveredIndexes),
 			// before the checkpointed recovery point passes them.
-			results[i], scanErrs[i] = e.seg.RecoverDeferIndexSync()
+			if i < len(scan)-1 {
+				results[i], scanErrs[i] = e.seg.RecoverDeferIndexSync()
+				return
+			}
+			// The last segment: a torn write is cut, but valid batches
+			// after damage are saved first (see salvageTail).
+			results[i], scanErrs[i] = e.seg.RecoverSalvage(func(r io.ReaderAt, size, pos int64) error {
+				var err error
+				salvage, err = l.salvageTail(e.base, r, size, pos)
+				return err
+			})
 		}()
 	}
 	wg.Wait()
@@ -568,6 +580,11 @@ func (l *Log) recover(entries []*segEntry, rp int64) (map[*segEntry]bool, error)
 			// the rest of this segment; the segments after it stay (the
 			// hole before the next is filled below).
 			l.recovery.Damage = append(l.recovery.Damage, fmt.Errorf("%w (cut there: %d bytes, offsets from %d lost up to the next segment)", res.Cause, res.BytesCut, prevNext))
+		}
+	}
+	if salvage != nil {
+		if err := l.adoptSalvaged(salvage, kept[scan[len(scan)-1]], prevNext, prevTs); err != nil {
+			return nil, err
 		}
 	}
 	return kept, nil
