@@ -355,7 +355,7 @@ func (s *ProducerState) Replay(batches iter.Seq2[record.Batch, error]) error {
 	return nil
 }
 
-// ReplayGap, yielded as the error of a Replay or Rebuild iterator, says
+// ReplayGap is what a Replay or Rebuild iterator yields as its error to say
 // that the log lost the offsets [From, To) (a damaged range it reported)
 // and that the batches go on after it. The producers seen so far may have
 // had batches there that moved their sequences on, so replay forgets them
