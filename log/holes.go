@@ -378,9 +378,10 @@ func (l *Log) lastIndexEntry(base int64) (pos, last int64, ok bool) {
 // where the next one begins (a clean open scans nothing, so a segment
 // emptied, truncated at a batch boundary or deleted with its indexes in
 // the middle would otherwise stay a hole that every read and verify
-// reports). It loads each sealed segment's tip (its indexes' last entries
-// and the batches after the last offset-index entry: O(1) per segment,
-// several at a time) and closes it again. A hole is filled with empty
+// reports). It reads where each sealed segment ends from its files
+// without loading it (tailNext: one or two opens and a few reads, several
+// segments at a time), loading and closing again only one whose files do
+// not show it plainly. A hole is filled with empty
 // batches and reported; an empty segment before a hole (an emptied file)
 // is removed first, the filler taking its place; a segment starting
 // inside the previous one is set aside. A segment that fails to load as
