@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/foliolog/folio/partition"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -15,8 +14,8 @@ import (
 // TestAlterTopicConfigLive lowers max.message.bytes and sets retention on
 // an open topic: a Producer made before the change refuses a record the
 // topic took before it, retention deletes by the new size rule, the
-// configuration survives a reopen, and a change the open partitions cannot
-// apply is refused with nothing changed.
+// configuration survives a reopen, and an invalid change is refused with
+// nothing changed.
 func TestAlterTopicConfigLive(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -60,10 +59,10 @@ func TestAlterTopicConfigLive(t *testing.T) {
 		t.Fatal("retention.bytes=4096 over ~16 KB of segments deleted nothing")
 	}
 
-	// Not live: refused, the configuration unchanged.
-	_, err = b.AlterTopicConfig("t", false, func(c *TopicConfig) error { c.Flush = FlushSync; return nil })
-	if !errors.Is(err, ErrInvalidConfig) || !errors.Is(err, partition.ErrNotLive) {
-		t.Fatalf("changing the flush policy of an open topic: %v, want ErrInvalidConfig and ErrNotLive", err)
+	// Invalid: refused, the configuration unchanged.
+	_, err = b.AlterTopicConfig("t", false, func(c *TopicConfig) error { c.MinCleanableDirtyRatio = 2; return nil })
+	if !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("min.cleanable.dirty.ratio=2: %v, want ErrInvalidConfig", err)
 	}
 	// validateOnly changes nothing.
 	if _, err := b.AlterTopicConfig("t", true, func(c *TopicConfig) error { c.MaxMessageBytes = 500; return nil }); err != nil {

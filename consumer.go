@@ -735,7 +735,7 @@ func (c *Consumer) decode(pp *pollPart, v *readpath.View, recs []Record) ([]Reco
 		v.Release()
 	}
 	if len(recs) > n0 || err == nil {
-		c.b.metrics.Consumed(p.Topic(), p.Index(), len(recs)-n0, bytesRead)
+		p.Delivered(len(recs)-n0, bytesRead)
 	}
 	return recs, err
 }

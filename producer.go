@@ -454,7 +454,6 @@ type prodPart struct {
 	// each use, since a topic's max.message.bytes can change while open
 	// (Broker.AlterTopicConfig).
 	batchBytes int
-	codec      record.Codec
 
 	// mu guards the fields up to seq.
 	mu      sync.Mutex
@@ -473,10 +472,11 @@ type prodPart struct {
 // pendingBatch is a batch being filled: its encoder and, in order, the
 // records in it with their callbacks.
 type pendingBatch struct {
-	bld  *record.Builder
-	recs []pendingRec
-	mem  int64
-	due  bool // the linger expired
+	bld   *record.Builder
+	codec record.Codec // bld's, for its pool
+	recs  []pendingRec
+	mem   int64
+	due   bool // the linger expired
 }
 
 type pendingRec struct {
@@ -486,16 +486,23 @@ type pendingRec struct {
 }
 
 func newProdPart(pr *Producer, p *brokerPart, part *topic.Partitioner, n int32) *prodPart {
-	codec := pr.opts.Compression
-	if c, ok := p.Config().Compression.Codec(); ok {
-		codec = c // the topic's storage codec: no recompression
-	}
 	return &prodPart{
 		pr: pr, p: p, partitioner: part, nparts: n,
-		batchBytes: pr.opts.BatchBytes, codec: codec,
-		wake: make(chan struct{}, 1),
-		seq:  0,
+		batchBytes: pr.opts.BatchBytes,
+		wake:       make(chan struct{}, 1),
+		seq:        0,
 	}
+}
+
+// batchCodec is the codec of a batch begun now: the topic's storage codec
+// when it names one (no recompression), else the producer's. It is read
+// for every batch, since a topic's compression.type can change while open
+// (Broker.AlterTopicConfig).
+func (pp *prodPart) batchCodec() record.Codec {
+	if c, ok := pp.p.Config().Compression.Codec(); ok {
+		return c
+	}
+	return pp.pr.opts.Compression
 }
 
 var builderPool sync.Map // record.Codec -> *sync.Pool of *record.Builder
@@ -537,11 +544,12 @@ func (pp *prodPart) add(rec *Record, cb func(*Record, error), size int64) error 
 		lagging = pp.sending && len(pp.ready) >= lagBatches
 	}
 	if pp.cur == nil {
-		bld, err := getBuilder(pp.codec)
+		codec := pp.batchCodec()
+		bld, err := getBuilder(codec)
 		if err != nil {
 			return fmt.Errorf("folio: a batch builder for %s: %w", pp.p, err)
 		}
-		pp.cur = getPendingBatch(bld)
+		pp.cur = getPendingBatch(bld, codec)
 	}
 	if err := pp.cur.bld.Append(r); err != nil {
 		return fmt.Errorf("folio: encoding a record for %s: %w", pp.p, err)
@@ -767,7 +775,7 @@ func (pp *prodPart) appendBatches(batches []*pendingBatch) {
 	}
 	for _, pb := range batches {
 		pp.pr.finish(len(pb.recs), pb.mem)
-		putBuilder(pp.codec, pb.bld)
+		putBuilder(pb.codec, pb.bld)
 		putPendingBatch(pb)
 	}
 }
@@ -780,9 +788,9 @@ var pendingBatchPool = sync.Pool{New: func() any { return new(pendingBatch) }}
 // maxPooledRecs caps the record slice a pooled batch keeps.
 const maxPooledRecs = 4096
 
-func getPendingBatch(bld *record.Builder) *pendingBatch {
+func getPendingBatch(bld *record.Builder, codec record.Codec) *pendingBatch {
 	pb := pendingBatchPool.Get().(*pendingBatch)
-	pb.bld = bld
+	pb.bld, pb.codec = bld, codec
 	return pb
 }
 
@@ -826,8 +834,9 @@ func (pp *prodPart) encode(out []encoded, bld *record.Builder, recs []pendingRec
 			ErrMessageTooLarge, len(bt), pp.p, maxBatch)})
 	}
 	half := len(recs) / 2
+	codec := pp.batchCodec()
 	for _, sub := range [][]pendingRec{recs[:half], recs[half:]} {
-		b, err := getBuilder(pp.codec)
+		b, err := getBuilder(codec)
 		if err != nil {
 			out = append(out, encoded{recs: sub, err: fmt.Errorf("folio: a batch builder for %s: %w", pp.p, err)})
 			continue
@@ -842,7 +851,7 @@ func (pp *prodPart) encode(out []encoded, bld *record.Builder, recs []pendingRec
 		}
 		if b != nil {
 			out = pp.encode(out, b, sub, seq, bufi)
-			putBuilder(pp.codec, b) // the bytes live in pp.bufs
+			putBuilder(codec, b) // the bytes live in pp.bufs
 		}
 	}
 	return out

@@ -66,6 +66,13 @@ type PartitionStats struct {
 	// sealed ones hold files now (the active one always does).
 	Segments           int
 	OpenSealedSegments int64
+	// RecordsOut counts records handed to consumers since Open: polled by
+	// the Broker's Consumers and GroupConsumers, and fetched by Kafka
+	// clients through a transport.Server on this Broker (folio serve).
+	// BytesOut counts the bytes of the batches they came from. Zero for
+	// what another process reads (a read-only Broker sees only its own
+	// readers).
+	RecordsOut, BytesOut int64
 	// Syncs counts fsyncs of the partition's log (group commits, seals);
 	// Rolls counts new segments since Open.
 	Syncs, Rolls int64
@@ -127,6 +134,7 @@ func (b *Broker) Stats() Stats {
 	for _, p := range b.allPartitions() {
 		ls := p.Log().Stats()
 		cp := p.Checkpoint()
+		recordsOut, bytesOut := p.Out()
 		ps := PartitionStats{
 			Topic: p.Topic(), Partition: p.Index(),
 			LogStartOffset:     cp.LogStartOffset,
@@ -134,6 +142,8 @@ func (b *Broker) Stats() Stats {
 			DurableEndOffset:   cp.RecoveryPoint,
 			LogEndOffset:       p.LogEndOffset(),
 			Bytes:              ls.Bytes,
+			RecordsOut:         recordsOut,
+			BytesOut:           bytesOut,
 			Segments:           ls.Segments,
 			OpenSealedSegments: ls.OpenSealedSegments,
 			Syncs:              ls.Syncs,

@@ -421,15 +421,18 @@ func (b *Broker) EnforceRetention() (int, error) {
 // configuration is written to the catalog durably before the partitions
 // apply it, so that it survives a crash once AlterTopicConfig returns.
 //
-// What the open partitions apply at once: max.message.bytes (up to the
-// limit their logs opened with, min(max.message.bytes, segment.bytes) at
-// open; the Producer re-reads it on every batch), retention.ms and
-// retention.bytes (from the next retention pass). Any other change (flush
-// policy, read path, cleanup policy, segment size and age, compaction
-// settings, timestamp type, compression) is refused with an error wrapping
-// ErrInvalidConfig and partition.ErrNotLive, and nothing changes: those are
-// set at CreateTopic. Internal topics are refused (ErrReservedName). With
-// validateOnly the change is checked and nothing is written.
+// Every setting applies to the open partitions at once, as Kafka applies
+// a topic config change (partition.Partition.Reconfigure has the details):
+// max.message.bytes, compression and the timestamp type from the next
+// append (the Producer re-reads the limit and the codec for every batch
+// it begins); segment.bytes and segment.ms from the
+// next roll check; retention from the next retention pass; the cleanup
+// policy starts or stops the topic's cleaning at once, the compaction
+// settings apply from the next pass; the flush policy to appends from now
+// on; the read path to segments opened from now on (new readers of the
+// next active segment, and of sealed segments as they are next opened).
+// Internal topics are refused (ErrReservedName). With validateOnly the
+// change is checked and nothing is written.
 func (b *Broker) AlterTopicConfig(name string, validateOnly bool, change func(*TopicConfig) error) (TopicInfo, error) {
 	if topic.IsInternal(name) {
 		return TopicInfo{}, fmt.Errorf("%w: %q is internal; its configuration is Folio's", ErrReservedName, name)

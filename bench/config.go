@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"slices"
 	"strings"
 )
@@ -20,9 +21,10 @@ const (
 	suiteFetch       = "fetch"
 	suiteWireProduce = "wire-produce"
 	suiteWireLatency = "wire-latency"
+	suiteConns       = "conns"
 )
 
-var allSuites = []string{suiteReadPaths, suiteAppend, suiteLatency, suiteRecovery, suitePartitions, suiteFetch, suiteWireProduce, suiteWireLatency}
+var allSuites = []string{suiteReadPaths, suiteAppend, suiteLatency, suiteRecovery, suitePartitions, suiteFetch, suiteWireProduce, suiteWireLatency, suiteConns}
 
 // Modes. The default mode is the documented subset of the full matrix that
 // finishes in under three minutes on a 2-core machine.
@@ -48,6 +50,10 @@ type config struct {
 	Scale float64
 	// JSONPath, when set, receives every figure with all its runs.
 	JSONPath string
+	// ServerProfile, when set, is a directory that receives a CPU profile
+	// of the server child for each untimed warm-up pass of the fetch
+	// suite (fetch-<read path>-<fetch size>.pprof). Default: none.
+	ServerProfile string
 	// SVGPath, when set, receives the mmap-versus-sendfile chart.
 	SVGPath string
 	// Dir is the data directory. Default: a new directory under
@@ -81,6 +87,7 @@ func parseFlags(args []string, w io.Writer) (*config, error) {
 	jsonPath := fs.String("json", "", "write every figure, with all runs, to this JSON `file`")
 	svgPath := fs.String("svg", "", "write the mmap-versus-sendfile chart to this SVG `file` (needs read-paths)")
 	dir := fs.String("dir", "", "data `directory` (default: a temporary directory, removed after)")
+	serverProfile := fs.String("server-profile", "", "write CPU profiles of the fetch suite's server child (its warm-up passes) into this `directory`")
 	fs.Usage = func() {} // the flag package calls it on every error too
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -96,7 +103,7 @@ func parseFlags(args []string, w io.Writer) (*config, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("%w: unexpected argument %q", ErrUsage, fs.Arg(0))
 	}
-	cfg := &config{Mode: modeDefault, Scale: *scale, Runs: *runs, JSONPath: *jsonPath, SVGPath: *svgPath, Dir: *dir}
+	cfg := &config{Mode: modeDefault, Scale: *scale, Runs: *runs, JSONPath: *jsonPath, SVGPath: *svgPath, Dir: *dir, ServerProfile: *serverProfile}
 	switch {
 	case *quick && *full:
 		return nil, fmt.Errorf("%w: -quick and -full exclude each other", ErrUsage)
@@ -158,6 +165,11 @@ func (c *config) validate() error {
 	}
 	if math.IsNaN(c.Scale) || c.Scale <= 0 || c.Scale > 1000 {
 		return fmt.Errorf("%w: -scale %v: want a factor in (0, 1000]", ErrUsage, c.Scale)
+	}
+	if c.ServerProfile != "" {
+		if fi, err := os.Stat(c.ServerProfile); err != nil || !fi.IsDir() {
+			return fmt.Errorf("%w: -server-profile %s: not a directory", ErrUsage, c.ServerProfile)
+		}
 	}
 	if c.SVGPath != "" && !slices.Contains(c.Suites, suiteReadPaths) {
 		return fmt.Errorf("%w: -svg charts the %s suite, which -suite leaves out", ErrUsage, suiteReadPaths)

@@ -34,6 +34,16 @@
 // aggregate throughput of 1 to 1,000 logs sharing one ResourceCaps and the
 // descriptors and mappings they hold.
 //
+// The wire suites go through the Kafka endpoint (package transport), served
+// by a server child process (this binary again) that reports its own
+// getrusage, heap, resident set and goroutines: fetch compares a minimal
+// kmsg fetcher and a kgo consumer against a raw sendfile loop per read path;
+// wire-produce compares a kgo producer with the in-process Producer, with
+// franz-go's kfake as a reference; wire-latency measures produce-to-fetch
+// latency with a long-polling kgo consumer; conns measures the server's CPU
+// and memory with 1,000 idle connections and 1,000 parked fetches, and its
+// shutdown with all of them connected.
+//
 // Every figure is checked against what was written (record counts, value
 // sums, CRC-32C of what crossed the socket, the bytes recovery cut), so a
 // path that returns wrong bytes fails the suite instead of looking fast.

@@ -30,8 +30,10 @@ func Example_help() {
 	//     	runs per figure (default 5; 1 with -quick; 7 with -full)
 	//   -scale float
 	//     	multiply every data size by this factor (below 1, also fewer partitions) (default 1)
+	//   -server-profile directory
+	//     	write CPU profiles of the fetch suite's server child (its warm-up passes) into this directory
 	//   -suite string
-	//     	comma-separated suites to run: read-paths, append, latency, recovery, partitions, fetch, wire-produce, wire-latency (default all)
+	//     	comma-separated suites to run: read-paths, append, latency, recovery, partitions, fetch, wire-produce, wire-latency, conns (default all)
 	//   -svg file
 	//     	write the mmap-versus-sendfile chart to this SVG file (needs read-paths)
 	// exit code: 0

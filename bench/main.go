@@ -31,8 +31,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if addr, ok := childAddr(args); ok {
 		return childMain(addr, stderr)
 	}
-	if dir, ok := fetchServerDir(args); ok {
-		return fetchServerMain(dir, stdout, os.Stdin, stderr)
+	if kind, dir, ok := serverChildArgs(args); ok {
+		return serverChildMain(kind, dir, stdout, os.Stdin, stderr)
 	}
 	cfg, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -95,6 +95,7 @@ var suiteFuncs = map[string]suiteFunc{
 	suiteFetch:       runFetch,
 	suiteWireProduce: runWireProduce,
 	suiteWireLatency: runWireLatency,
+	suiteConns:       runConns,
 }
 
 // runSuites runs the selected suites in order. A failing suite does not

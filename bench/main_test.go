@@ -16,8 +16,8 @@ func TestMain(m *testing.M) {
 		if addr, ok := childAddr(os.Args[1:]); ok {
 			os.Exit(childMain(addr, os.Stderr))
 		}
-		if dir, ok := fetchServerDir(os.Args[1:]); ok {
-			os.Exit(fetchServerMain(dir, os.Stdout, os.Stdin, os.Stderr))
+		if kind, dir, ok := serverChildArgs(os.Args[1:]); ok {
+			os.Exit(serverChildMain(kind, dir, os.Stdout, os.Stdin, os.Stderr))
 		}
 	}
 	goleak.VerifyTestMain(m)

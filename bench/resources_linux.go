@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -37,4 +38,23 @@ func heldResources(dir string) (fds, maps int, err error) {
 		}
 	}
 	return fds, maps, nil
+}
+
+// selfRSS is this process's resident set (VmRSS of /proc/self/status), in
+// bytes.
+func selfRSS() (int64, error) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, fmt.Errorf("bench: read resident set: %w", err)
+	}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if v, ok := bytes.CutPrefix(line, []byte("VmRSS:")); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(string(v)), " kB"), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("bench: parse %q: %w", line, err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("bench: no VmRSS in /proc/self/status")
 }

@@ -4,20 +4,19 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/foliolog/folio"
 	"github.com/foliolog/folio/record"
-	"github.com/foliolog/folio/transport"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"
 )
@@ -30,131 +29,15 @@ import (
 // child's CPU (getrusage in the child around the timed pass) is the
 // sender's cost per byte.
 
-// fetchServerFlag makes the bench binary the fetch suite's server child:
-// it serves the data directory that follows, prints its address, answers
-// "usage" lines on stdin with its getrusage as JSON, and exits at EOF.
-const fetchServerFlag = "-fetch-server-child"
-
-func fetchServerDir(args []string) (string, bool) {
-	if len(args) == 2 && args[0] == fetchServerFlag {
-		return args[1], true
-	}
-	return "", false
-}
-
-// fetchServerMain is the child's whole life.
-func fetchServerMain(dir string, stdout io.Writer, stdin io.Reader, stderr io.Writer) int {
-	if err := fetchServe(dir, stdout, stdin); err != nil {
-		fmt.Fprintln(stderr, "bench: fetch server child:", err)
-		return exitFail
-	}
-	return exitOK
-}
-
-func fetchServe(dir string, stdout io.Writer, stdin io.Reader) error {
-	b, err := folio.Open(dir, nil)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	s, err := transport.NewServer(b, &transport.Options{DisableAutoCreate: true})
-	if err != nil {
-		return err
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(context.Background(), l) }()
-	fmt.Fprintln(stdout, l.Addr())
-	sc := bufio.NewScanner(stdin)
-	for sc.Scan() {
-		if sc.Text() != "usage" {
-			return fmt.Errorf("unknown command %q", sc.Text())
-		}
-		u, err := selfUsage()
-		if err != nil {
-			return err
-		}
-		line, _ := json.Marshal(u)
-		fmt.Fprintf(stdout, "%s\n", line)
-	}
-	if err := s.Shutdown(context.Background()); err != nil {
-		return err
-	}
-	if err := <-served; !errors.Is(err, transport.ErrServerClosed) {
-		return err
-	}
-	return b.Close()
-}
-
-// fetchServer is the parent's handle on the child.
-type fetchServer struct {
-	cmd   *exec.Cmd
-	addr  string
-	in    io.WriteCloser
-	out   *bufio.Reader
-	ended chan error
-}
-
-func startFetchServer(ctx context.Context, dir string) (*fetchServer, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("%w: find own executable: %v", ErrChild, err)
-	}
-	cmd := exec.CommandContext(ctx, exe, fetchServerFlag, dir)
-	cmd.Env = append(os.Environ(), childEnv+"=1")
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	outPipe, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("%w: start %s: %v", ErrChild, exe, err)
-	}
-	s := &fetchServer{cmd: cmd, in: in, out: bufio.NewReader(outPipe), ended: make(chan error, 1)}
-	line, err := s.out.ReadString('\n')
-	if err != nil {
-		s.stop()
-		return nil, fmt.Errorf("%w: fetch server gave no address: %v", ErrChild, err)
-	}
-	s.addr = strings.TrimSpace(line)
-	return s, nil
-}
-
-func (s *fetchServer) usage() (usage, error) {
-	var u usage
-	if _, err := io.WriteString(s.in, "usage\n"); err != nil {
-		return u, fmt.Errorf("%w: %v", ErrChild, err)
-	}
-	line, err := s.out.ReadBytes('\n')
-	if err != nil {
-		return u, fmt.Errorf("%w: fetch server usage: %v", ErrChild, err)
-	}
-	return u, json.Unmarshal(line, &u)
-}
-
-// stop closes the child's stdin (its signal to shut down) and waits.
-func (s *fetchServer) stop() error {
-	s.in.Close()
-	io.Copy(io.Discard, s.out)
-	return s.cmd.Wait()
-}
-
 // fetchSuitePlan is the fetch suite's matrix.
 type fetchSuitePlan struct {
-	Bytes    int64 // per topic
-	RecSize  int
-	MaxBytes int32 // per fetch
+	Bytes    int64   // per topic
+	RecSize  int     // value bytes per record
+	MaxBytes []int32 // per fetch (request and partition MaxBytes), one row each
 }
 
 func fetchSuitePlanFor(cfg *config) fetchSuitePlan {
-	p := fetchSuitePlan{RecSize: 1024, MaxBytes: 1 << 20}
+	p := fetchSuitePlan{RecSize: 1024, MaxBytes: []int32{1 << 20, 8 << 20}}
 	switch cfg.Mode {
 	case modeQuick:
 		p.Bytes = 16 << 20
@@ -169,30 +52,68 @@ func fetchSuitePlanFor(cfg *config) fetchSuitePlan {
 
 var fetchPaths = []string{"sendfile", "mmap"}
 
+// kgoFetchBytes is what the kgo consumer asks for per fetch and per
+// partition: the kmsg fetcher's first size, so the two rows compare.
+const kgoFetchBytes = 1 << 20
+
 func runFetch(ctx context.Context, e *env) ([]*table, error) {
 	plan := fetchSuitePlanFor(e.cfg)
 	t := &table{
 		Suite:  suiteFetch,
-		Title:  "Kafka Fetch over loopback: folio serve (child process) to a discarding kmsg fetcher, against a raw sendfile loop",
-		Params: []string{"sender", "data", "record"},
+		Title:  "Kafka Fetch over loopback: folio serve (child process) to a discarding kmsg fetcher and to a kgo consumer, against a raw sendfile loop",
+		Params: []string{"reader", "read path", "fetch", "data"},
 		Columns: []column{
-			{"throughput", "MiB/s"}, {"of raw", "ratio"}, {"sender CPU", "ns/KiB"},
+			{"throughput", "MiB/s"}, {"records", "M/s"}, {"of raw", "ratio"}, {"sender CPU", "ns/KiB"},
 		},
 	}
 	dir := filepath.Join(e.dir, "fetch-data")
 	e.step(suiteFetch, "writing %s per read path", formatBytes(plan.Bytes))
-	if err := writeFetchData(dir, plan); err != nil {
+	data, err := writeFetchData(dir, plan)
+	if err != nil {
 		return nil, err
 	}
-	srv, err := startFetchServer(ctx, dir)
+	srv, err := startServer(ctx, serverFolio, dir)
 	if err != nil {
 		return nil, err
 	}
 	defer srv.stop()
 	segs, _ := filepath.Glob(filepath.Join(dir, "f-sendfile-0", "*.log"))
-	type cell struct{ mibs, cpu []float64 }
+	type cell struct {
+		params         []string
+		mibs, mrs, cpu []float64
+	}
+	var order []string
 	cells := map[string]*cell{}
-	var rawMedian float64
+	record := func(key string, params []string, n, recs int64, took time.Duration, d *usage) {
+		c := cells[key]
+		if c == nil {
+			c = &cell{params: params}
+			cells[key] = c
+			order = append(order, key)
+		}
+		c.mibs = append(c.mibs, float64(n)/took.Seconds()/(1<<20))
+		c.mrs = append(c.mrs, float64(recs)/took.Seconds()/1e6)
+		if d == nil {
+			c.cpu = append(c.cpu, nan())
+			return
+		}
+		c.cpu = append(c.cpu, float64(d.cpu().Nanoseconds())/(float64(n)/1024))
+	}
+	// measure runs pass with the server's getrusage around it.
+	measure := func(pass func() (int64, error)) (int64, time.Duration, usage, error) {
+		u0, err := srv.usage()
+		if err != nil {
+			return 0, 0, usage{}, err
+		}
+		start := time.Now()
+		n, err := pass()
+		took := time.Since(start)
+		if err != nil {
+			return n, took, usage{}, err
+		}
+		u1, err := srv.usage()
+		return n, took, u1.sub(u0), err
+	}
 	for r := range e.cfg.Runs {
 		// Warm every file first: the figures are warm-cache figures.
 		if _, err := prepareCache(warmCache, segs); err != nil {
@@ -203,75 +124,135 @@ func runFetch(ctx context.Context, e *env) ([]*table, error) {
 		if err != nil {
 			return nil, fmt.Errorf("raw sendfile: %w", err)
 		}
-		c := cells["raw"]
-		if c == nil {
-			c = &cell{}
-			cells["raw"] = c
-		}
-		c.mibs = append(c.mibs, float64(n)/took.Seconds()/(1<<20))
+		record("raw", []string{"raw sendfile loop", "sendfile(2)", "1 MiB calls", formatBytes(plan.Bytes)}, n, data["f-sendfile"].Records, took, nil)
 		for _, p := range fetchPaths {
-			if err := ctx.Err(); err != nil {
-				return []*table{t}, err
-			}
-			e.step(suiteFetch, "fetch, read.path=%s, run %d/%d", p, r+1, e.cfg.Runs)
-			if r == 0 { // untimed warm-up pass through the server
-				if _, err := fetchAll(srv.addr, "f-"+p, plan.MaxBytes); err != nil {
-					return nil, fmt.Errorf("fetch %s: %w", p, err)
+			topic := "f-" + p
+			for _, mb := range plan.MaxBytes {
+				if err := ctx.Err(); err != nil {
+					return []*table{t}, err
 				}
+				e.step(suiteFetch, "kmsg fetcher, read.path=%s, %s fetches, run %d/%d", p, formatBytes(int64(mb)), r+1, e.cfg.Runs)
+				if r == 0 { // untimed warm-up pass, profiled when asked
+					if err := profiledPass(srv, e.cfg.ServerProfile, fmt.Sprintf("fetch-%s-%s", p, formatBytes(int64(mb))), func() error {
+						_, err := fetchAll(srv.addr, topic, mb)
+						return err
+					}); err != nil {
+						return nil, fmt.Errorf("fetch %s: %w", p, err)
+					}
+				}
+				n, took, d, err := measure(func() (int64, error) { return fetchAll(srv.addr, topic, mb) })
+				if err != nil {
+					return []*table{t}, fmt.Errorf("fetch %s: %w", p, err)
+				}
+				if n != data[topic].Bytes {
+					return []*table{t}, fmt.Errorf("%w: fetched %d bytes of %s, wrote %d", ErrMismatch, n, topic, data[topic].Bytes)
+				}
+				record("kmsg-"+p+strconv.Itoa(int(mb)), []string{"kmsg fetcher", p, formatBytes(int64(mb)), formatBytes(plan.Bytes)}, n, data[topic].Records, took, &d)
 			}
-			u0, err := srv.usage()
+			e.step(suiteFetch, "kgo consumer, read.path=%s, run %d/%d", p, r+1, e.cfg.Runs)
+			n, took, d, err := measure(func() (int64, error) { return kgoConsumeAll(ctx, srv.addr, topic, data[topic]) })
 			if err != nil {
-				return nil, err
+				return []*table{t}, fmt.Errorf("kgo consume %s: %w", p, err)
 			}
-			start := time.Now()
-			n, err := fetchAll(srv.addr, "f-"+p, plan.MaxBytes)
-			took := time.Since(start)
-			if err != nil {
-				return nil, fmt.Errorf("fetch %s: %w", p, err)
-			}
-			u1, err := srv.usage()
-			if err != nil {
-				return nil, err
-			}
-			d := u1.sub(u0)
-			c := cells[p]
-			if c == nil {
-				c = &cell{}
-				cells[p] = c
-			}
-			c.mibs = append(c.mibs, float64(n)/took.Seconds()/(1<<20))
-			c.cpu = append(c.cpu, float64((d.User+d.Sys).Nanoseconds())/(float64(n)/1024))
+			record("kgo-"+p, []string{"kgo consumer", p, formatBytes(kgoFetchBytes), formatBytes(plan.Bytes)}, n, data[topic].Records, took, &d)
 		}
 	}
-	rawMedian = summarize(cells["raw"].mibs).Median
-	for _, p := range append([]string{"raw"}, fetchPaths...) {
-		c := cells[p]
+	rawMedian := summarize(cells["raw"].mibs).Median
+	for _, key := range order {
+		c := cells[key]
 		ratios := make([]float64, len(c.mibs))
 		for i, v := range c.mibs {
 			ratios[i] = v / rawMedian
 		}
-		name := "folio serve, read.path=" + p
-		cpu := c.cpu
-		if p == "raw" {
-			name, cpu = "raw sendfile loop", nil
-		}
-		if err := t.add([]string{name, formatBytes(plan.Bytes), formatBytes(int64(plan.RecSize))}, "warm", [][]float64{c.mibs, ratios, cpu}); err != nil {
+		if err := t.add(c.params, "warm", [][]float64{c.mibs, c.mrs, ratios, c.cpu}); err != nil {
 			return []*table{t}, err
 		}
 	}
 	t.Notes = []string{
-		fmt.Sprintf("Each fetch asks for %s (MaxBytes and partition MaxBytes) at the next offset; the fetcher reads each response into a reused buffer, parses the frame with kmsg and the last batch header for the next offset, and drops the bytes. One connection, one partition, 64-record batches.", formatBytes(int64(plan.MaxBytes))),
+		fmt.Sprintf("%d records of %s values in 64-record batches per topic (one partition); about %s of batches, which is what the throughput and CPU columns count for every reader.", data["f-sendfile"].Records, formatBytes(int64(plan.RecSize)), formatBytes(data["f-sendfile"].Bytes)),
+		"kmsg fetcher: one connection, Fetch v11 for the fetch size (MaxBytes and partition MaxBytes) at the next offset; it reads each response into a reused buffer, parses the frame with kmsg and the batch headers for the next offset, and drops the bytes. kgo consumer: a franz-go client consuming the partition from offset 0 with FetchMaxBytes and FetchMaxPartitionBytes at " + formatBytes(kgoFetchBytes) + ", decoding every record, until it holds them all (timed from the first poll).",
 		"The raw loop sendfiles the sendfile topic's segment files into a loopback TCP socket in 1 MiB calls, to a goroutine that reads and drops them: the ceiling the server's framing and read path are compared with (\"of raw\": the run's throughput over the raw loop's median).",
-		"Sender CPU is the server child's user+system time (getrusage in the child) across the timed pass, per KiB fetched; the raw loop runs in this process beside its reader, so it has none.",
+		"Sender CPU is the server child's user+system time (getrusage in the child) across the timed pass, per KiB fetched; the raw loop runs in this process beside its reader, so it has none. On loopback the sender's system time includes the TCP receive processing of the bytes it sends.",
+		"Socket buffers are the kernel's autotuned ones: " + tcpBufferSysctls() + ".",
 	}
 	return []*table{t}, nil
 }
 
-// writeFetchData writes plan.Bytes of records to a topic per read path.
-func writeFetchData(dir string, plan fetchSuitePlan) error {
+// profiledPass runs pass, with the server child's CPU profile written to
+// dir/name.pprof around it when dir is set.
+func profiledPass(srv *serverProc, dir, name string, pass func() error) error {
+	if dir == "" {
+		return pass()
+	}
+	if _, err := srv.do("profile " + filepath.Join(dir, name+".pprof")); err != nil {
+		return err
+	}
+	err := pass()
+	_, serr := srv.do("profile-stop")
+	return errors.Join(err, serr)
+}
+
+// tcpBufferSysctls names the kernel's TCP buffer bounds, for the notes.
+func tcpBufferSysctls() string {
+	var parts []string
+	for _, name := range []string{"tcp_wmem", "tcp_rmem"} {
+		b, err := os.ReadFile("/proc/sys/net/ipv4/" + name)
+		if err != nil {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("net.ipv4.%s = %s (min, default, max bytes)", name, strings.Join(strings.Fields(string(b)), " ")))
+	}
+	if len(parts) == 0 {
+		return "their bounds are unknown here"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// fetchData is what writeFetchData wrote to each topic.
+type fetchData struct {
+	Records int64 // per topic
+	Bytes   int64 // batch bytes per topic
+}
+
+// kgoConsumeAll consumes partition 0 of topic with a kgo client from offset
+// 0 until it holds every record written, and returns the batch bytes that
+// stands for.
+func kgoConsumeAll(ctx context.Context, addr, topic string, data fetchData) (int64, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(0)}}),
+		kgo.FetchMaxBytes(kgoFetchBytes), kgo.FetchMaxPartitionBytes(kgoFetchBytes))
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	var got, next int64
+	for got < data.Records {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			return 0, err
+		}
+		var bad error
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset != next && bad == nil {
+				bad = fmt.Errorf("%w: kgo got offset %d, want %d", ErrMismatch, r.Offset, next)
+			}
+			next = r.Offset + 1
+			got++
+		})
+		if bad != nil {
+			return 0, bad
+		}
+	}
+	return data.Bytes, nil
+}
+
+// writeFetchData writes plan.Bytes of records to a topic per read path
+// and returns what each topic holds.
+func writeFetchData(dir string, plan fetchSuitePlan) (map[string]fetchData, error) {
+	data := map[string]fetchData{}
 	b, err := folio.Open(dir, nil)
 	if err != nil {
-		return err
+		return data, err
 	}
 	defer b.Close()
 	value := make([]byte, plan.RecSize)
@@ -281,38 +262,40 @@ func writeFetchData(dir string, plan fetchSuitePlan) error {
 	for _, p := range fetchPaths {
 		var cfg folio.TopicConfig
 		if err := cfg.Set("read.path", p); err != nil {
-			return err
+			return data, err
 		}
 		cfg.Partitions, cfg.Flush = 1, folio.FlushNone
 		name := "f-" + p
 		if _, err := b.CreateTopic(name, cfg); err != nil {
-			return err
+			return data, err
 		}
-		var written int64
+		var written, records int64
 		for written < plan.Bytes {
 			bld, err := record.NewBuilder(nil)
 			if err != nil {
-				return err
+				return data, err
 			}
 			for range 64 {
 				if err := bld.Append(record.Record{Value: value, Timestamp: time.Now().UnixMilli()}); err != nil {
-					return err
+					return data, err
 				}
 			}
 			batch, err := bld.Build(nil)
 			if err != nil {
-				return err
+				return data, err
 			}
 			if _, err := b.AppendBatch(context.Background(), name, 0, batch); err != nil {
-				return err
+				return data, err
 			}
 			written += int64(len(batch))
+			records += 64
 		}
+		data[name] = fetchData{Records: records, Bytes: written}
 		if err := b.Sync(name, 0); err != nil {
-			return err
+			return data, err
 		}
 	}
-	return b.Close()
+	return data, b.Close()
 }
 
 // fetchAll fetches the whole partition 0 of topic from offset 0 to the

@@ -45,7 +45,7 @@ func runWireLatency(ctx context.Context, e *env) ([]*table, error) {
 	if err := b.Close(); err != nil {
 		return nil, err
 	}
-	srv, err := startFetchServer(ctx, dir)
+	srv, err := startServer(ctx, serverFolio, dir)
 	if err != nil {
 		return nil, err
 	}

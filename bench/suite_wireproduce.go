@@ -61,14 +61,35 @@ func runWireProduce(ctx context.Context, e *env) ([]*table, error) {
 	if err := b.Close(); err != nil {
 		return nil, err
 	}
-	srv, err := startFetchServer(ctx, dir)
+	srv, err := startServer(ctx, serverFolio, dir)
 	if err != nil {
 		return nil, err
 	}
 	defer srv.stop()
 	value := make([]byte, 100)
+	var kf *serverProc // the kfake child of the policy being measured
+	defer func() {
+		if kf != nil {
+			kf.stop()
+		}
+	}()
 	for _, pc := range wireProducePolicies {
-		var wire, local []float64
+		// franz-go's kfake on the same workload, as a reference: its own
+		// child, persisting to a directory of its own (the sync policy
+		// with kfake.SyncWrites, an fsync per batch).
+		kind := serverKfake
+		if pc.policy.Flush == folio.FlushSync {
+			kind = serverKfakeSync
+		}
+		if kf != nil {
+			kf.stop()
+		}
+		kf, err = startServer(ctx, kind, filepath.Join(e.dir, "kfake-"+pc.name))
+		if err != nil {
+			kf = nil
+			return []*table{t}, err
+		}
+		var wire, local, fake []float64
 		for r := range e.cfg.Runs {
 			if err := ctx.Err(); err != nil {
 				return []*table{t}, err
@@ -85,6 +106,12 @@ func runWireProduce(ctx context.Context, e *env) ([]*table, error) {
 				return []*table{t}, fmt.Errorf("in-process produce, flush %s: %w", pc.name, err)
 			}
 			local = append(local, rate)
+			e.step(suiteWireProduce, "kfake, flush %s, run %d/%d", pc.name, r+1, e.cfg.Runs)
+			rate, err = kgoProduce(ctx, kf.addr, "w-"+pc.name, n, value)
+			if err != nil {
+				return []*table{t}, fmt.Errorf("kgo produce to kfake, flush %s: %w", pc.name, err)
+			}
+			fake = append(fake, rate)
 		}
 		med := summarize(local).Median
 		ratio := func(v []float64) []float64 {
@@ -97,7 +124,7 @@ func runWireProduce(ctx context.Context, e *env) ([]*table, error) {
 		rows := []struct {
 			name string
 			v    []float64
-		}{{"kgo over loopback", wire}, {"in-process Producer", local}}
+		}{{"kgo over loopback", wire}, {"in-process Producer", local}, {"kgo to kfake (reference)", fake}}
 		for _, row := range rows {
 			if err := t.add([]string{row.name, pc.name, strconv.FormatInt(n, 10)}, "page cache", [][]float64{row.v, ratio(row.v)}); err != nil {
 				return []*table{t}, err
@@ -107,12 +134,14 @@ func runWireProduce(ctx context.Context, e *env) ([]*table, error) {
 	t.Notes = []string{
 		"Both produce 100-byte unkeyed values to a 4-partition topic with their default batching, idempotently, acks=all (kgo.AllISRAcks), and wait for every acknowledgement; the rate is records over the time from the first produce to the last acknowledgement.",
 		"\"of in-process\": each run's rate over the in-process Producer's median for the same policy. The kgo client and the bench share this process; the server is the child.",
+		"kfake (github.com/twmb/franz-go/pkg/kfake, franz-go's fake cluster) runs as a child of its own on the same workload, one broker, the topic auto-created with 4 partitions, persisting to its own directory (kfake.DataDir: page cache only, as Kafka's default flush); under the sync policy with kfake.SyncWrites, an fsync per batch. It is a test fake, not a broker: the row places the figures, it is no target.",
 	}
 	return []*table{t}, nil
 }
 
 func kgoProduce(ctx context.Context, addr, topic string, n int64, value []byte) (float64, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.AllowAutoTopicCreation()) // kfake creates the topic; folio's child has it already
 	if err != nil {
 		return 0, err
 	}

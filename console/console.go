@@ -157,12 +157,12 @@ func (c *Console) serveAPI(w http.ResponseWriter, r *http.Request) {
 	ov, err := c.overview(r.Context())
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	out := apiOverview{Time: time.Now().UnixMilli()}
+	out := apiOverview{Time: time.Now().UnixMilli(), Out: c.outSource()}
 	if err != nil {
 		out.Error = err.Error()
 	}
 	for _, t := range ov.Topics {
-		out.Topics = append(out.Topics, apiTopic{Name: t.Name, Internal: t.Internal, LogEndOffset: t.LogEndOffset, Records: t.Records, Bytes: t.Bytes})
+		out.Topics = append(out.Topics, apiTopic{Name: t.Name, Internal: t.Internal, LogEndOffset: t.LogEndOffset, Records: t.Records, Bytes: t.Bytes, RecordsOut: t.RecordsOut})
 	}
 	for _, g := range ov.Groups {
 		ag := apiGroup{Name: g.Group, State: g.State, Lag: g.TotalLag, Committed: g.TotalCommitted}
@@ -174,10 +174,31 @@ func (c *Console) serveAPI(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(out)
 }
 
+// Where the chart's "records out" comes from (apiOverview.Out).
+const (
+	// outReads: the records the Broker's readers were handed (topics'
+	// recordsOut), when the console runs in the process that serves them.
+	outReads = "reads"
+	// outCommitted: the rise of groups' committed offsets, an estimate,
+	// for a read-only Broker beside another process's readers, whose
+	// reads it cannot see.
+	outCommitted = "committed"
+)
+
+// outSource says where the chart's records out come from for c's Broker.
+func (c *Console) outSource() string {
+	if c.b.ReadOnly() {
+		return outCommitted
+	}
+	return outReads
+}
+
 // apiOverview is the JSON of /api/overview: cumulative numbers, from which
 // the page computes rates between two polls.
 type apiOverview struct {
-	Time   int64      `json:"time"` // Unix milliseconds
+	Time int64 `json:"time"` // Unix milliseconds
+	// Out is outReads or outCommitted: which numbers give records out.
+	Out    string     `json:"out"`
 	Topics []apiTopic `json:"topics"`
 	Groups []apiGroup `json:"groups"`
 	Error  string     `json:"error,omitempty"`
@@ -189,6 +210,7 @@ type apiTopic struct {
 	LogEndOffset int64  `json:"logEndOffset"` // summed over partitions
 	Records      int64  `json:"records"`      // high watermark - log start, summed
 	Bytes        int64  `json:"bytes"`
+	RecordsOut   int64  `json:"recordsOut"` // records handed to readers (Out == outReads)
 }
 
 type apiGroup struct {

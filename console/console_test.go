@@ -277,3 +277,104 @@ func TestReadOnlyBesideWriter(t *testing.T) {
 		t.Fatal("a second writer opened the directory")
 	}
 }
+
+// apiOut is what the chart reads of /api/overview for records out.
+type apiOut struct {
+	Out    string
+	Topics []struct {
+		Name       string
+		RecordsOut int64
+	}
+	Groups []struct{ Committed int64 }
+}
+
+func readAPI(t *testing.T, h http.Handler) apiOut {
+	t.Helper()
+	code, body := get(t, h, "/api/overview")
+	if code != http.StatusOK {
+		t.Fatalf("api status %d: %s", code, body)
+	}
+	var api apiOut
+	if err := json.Unmarshal([]byte(body), &api); err != nil {
+		t.Fatal(err, body)
+	}
+	return api
+}
+
+func recordsOut(api apiOut, topic string) int64 {
+	for _, tp := range api.Topics {
+		if tp.Name == topic {
+			return tp.RecordsOut
+		}
+	}
+	return -1
+}
+
+// In the process that serves the Broker, records out are the records its
+// readers were handed: a plain consumer with no group (which commits
+// nothing) reading N records raises them by N, and the page says they are
+// reads.
+func TestRecordsOutCountsReads(t *testing.T) {
+	b := openBroker(t, t.TempDir())
+	if _, err := b.CreateTopic("orders", folio.TopicConfig{Partitions: 2}); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, b, values("orders", 0, "a", "b", "c", "d", "e")...)
+	produce(t, b, values("orders", 1, "f", "g")...)
+	h := console.New(b, nil)
+	before := readAPI(t, h)
+	if before.Out != "reads" || recordsOut(before, "orders") != 0 {
+		t.Fatalf("before any read: out %q, orders recordsOut %d", before.Out, recordsOut(before, "orders"))
+	}
+
+	c, err := b.NewConsumer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Assign(folio.Assignment{Topic: "orders", Partition: 0, Start: folio.AtOffset(1)},
+		folio.Assignment{Topic: "orders", Partition: 1, Start: folio.AtOffset(0)}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 6 // offsets 1-4 of partition 0, 0-1 of partition 1
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for got := 0; got < n; {
+		recs, err := c.Poll(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got += len(recs)
+	}
+	after := readAPI(t, h)
+	if d := recordsOut(after, "orders") - recordsOut(before, "orders"); d != n {
+		t.Fatalf("a plain consumer read %d records; recordsOut rose by %d", n, d)
+	}
+	if len(after.Groups) != 0 {
+		t.Fatalf("groups %+v: the reads must count without any group", after.Groups)
+	}
+	_, body := get(t, h, "/")
+	mustContain(t, body, `data-out="reads"`, "records out/s (read)")
+}
+
+// A read-only console cannot see another process's reads: its records out
+// are the estimate from groups' committed offsets, and the page says so.
+func TestRecordsOutReadOnlyIsEstimate(t *testing.T) {
+	dir := t.TempDir()
+	w := openBroker(t, dir)
+	if _, err := w.CreateTopic("orders", folio.TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, w, values("orders", 0, "a", "b")...)
+	ro, err := folio.OpenReadOnly(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	h := console.New(ro, &console.Options{RefreshInterval: -1})
+	if api := readAPI(t, h); api.Out != "committed" {
+		t.Fatalf("read-only console: out %q, want committed", api.Out)
+	}
+	_, body := get(t, h, "/")
+	mustContain(t, body, `data-out="committed"`, "records out/s (estimate: groups' committed offsets)")
+}

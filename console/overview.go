@@ -28,6 +28,10 @@ type topicView struct {
 	Bytes        int64
 	Records      int64 // visible records (high watermark - log start), offset gaps counted
 	LogEndOffset int64
+	// RecordsOut is what the Broker's consumers and fetches read since it
+	// opened (PartitionStats.RecordsOut, summed); zero for a read-only
+	// Broker, whose readers are in another process.
+	RecordsOut int64
 }
 
 type settingView struct{ Key, Value string }
@@ -104,6 +108,7 @@ func (c *Console) overview(ctx context.Context) (overview, error) {
 			tv.Bytes += ps.Bytes
 			tv.Records += max(p.HighWatermark-p.LogStartOffset, 0)
 			tv.LogEndOffset += p.LogEndOffset
+			tv.RecordsOut += ps.RecordsOut
 		}
 		ov.Topics = append(ov.Topics, tv)
 	}

@@ -43,9 +43,12 @@ func (l *Log) Append(batches ...record.Batch) (first, last int64, err error) {
 	// One batch goes through the segment's own full check before it is
 	// written; several must all pass before the first is written, and a
 	// batch whose CRC Append recomputes must pass before it is blessed.
-	full := len(batches) > 1 || l.opts.LogAppendTime
+	// One load of the options in force serves the whole append, so that
+	// a concurrent Reconfigure never splits it between two settings.
+	c := &l.cur().o
+	full := len(batches) > 1 || c.LogAppendTime
 	for i, b := range batches {
-		if err := l.checkBatch(b, full); err != nil {
+		if err := l.checkBatch(b, full, c); err != nil {
 			return -1, -1, fmt.Errorf("log: append to %s, batch %d of %d: %w", l.dir, i, len(batches), err)
 		}
 	}
@@ -65,7 +68,7 @@ func (l *Log) Append(batches ...record.Batch) (first, last int64, err error) {
 		l.epochs.assign(epoch, first) // before the bytes: see persistEpochs
 	}
 	for i, b := range batches {
-		if err := l.appendOneLocked(b, now, epoch); err != nil {
+		if err := l.appendOneLocked(b, now, epoch, c); err != nil {
 			if l.next > first {
 				// Earlier batches are in and visible under the weaker
 				// policies; say which offsets they took.
@@ -83,8 +86,8 @@ func (l *Log) Append(batches ...record.Batch) (first, last int64, err error) {
 }
 
 // checkBatch refuses what the segment would refuse, before anything is
-// written. full adds the CRC check.
-func (l *Log) checkBatch(b record.Batch, full bool) error {
+// written, under the options c in force. full adds the CRC check.
+func (l *Log) checkBatch(b record.Batch, full bool, c *Options) error {
 	size, err := record.CheckHeader(b)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidBatch, err)
@@ -92,8 +95,8 @@ func (l *Log) checkBatch(b record.Batch, full bool) error {
 	if size != len(b) {
 		return fmt.Errorf("%w: length field says %d bytes, have %d", ErrInvalidBatch, size, len(b))
 	}
-	if len(b) > l.opts.MaxBatchBytes {
-		return fmt.Errorf("%w: %d bytes, the limit is %d", ErrBatchTooLarge, len(b), l.opts.MaxBatchBytes)
+	if len(b) > c.MaxBatchBytes {
+		return fmt.Errorf("%w: %d bytes, the limit is %d", ErrBatchTooLarge, len(b), c.MaxBatchBytes)
 	}
 	if int64(b.NumRecords()) > int64(b.LastOffsetDelta())+1 {
 		return fmt.Errorf("%w: %d records for %d offsets", ErrInvalidBatch, b.NumRecords(), int64(b.LastOffsetDelta())+1)
@@ -103,7 +106,7 @@ func (l *Log) checkBatch(b record.Batch, full bool) error {
 			return fmt.Errorf("%w: %w", ErrInvalidBatch, err)
 		}
 	}
-	if l.opts.Compact {
+	if c.Compact {
 		return checkKeys(b)
 	}
 	return nil
@@ -118,9 +121,9 @@ func (l *Log) appendErrLocked() error {
 }
 
 // appendOneLocked writes one batch, rolling first when the active segment
-// should roll or turns out full. appendMu must be held (a roll drops it for
-// a while).
-func (l *Log) appendOneLocked(b record.Batch, now time.Time, epoch int32) error {
+// should roll or turns out full, under the options c in force. appendMu
+// must be held (a roll drops it for a while).
+func (l *Log) appendOneLocked(b record.Batch, now time.Time, epoch int32, c *Options) error {
 	if !l.activated {
 		// The first write since a clean open: only now does the last
 		// segment get its write handle and full-size indexes.
@@ -129,14 +132,14 @@ func (l *Log) appendOneLocked(b record.Batch, now time.Time, epoch int32) error 
 		}
 		l.activated = true
 	}
-	if l.shouldRollLocked(b, now) {
+	if l.shouldRollLocked(b, now, c) {
 		if err := l.rollLocked(); err != nil {
 			return err
 		}
 	}
 	b.SetBaseOffset(l.next)
 	b.SetPartitionLeaderEpoch(epoch)
-	if l.opts.LogAppendTime {
+	if c.LogAppendTime {
 		b.SetLogAppendTime(now.UnixMilli())
 	}
 	pos, err := l.appendActive(b)
@@ -175,15 +178,15 @@ func isRefusal(err error) bool {
 // is older than SegmentAge, or the batch's last offset would not fit the
 // segment's 4-byte relative offsets. An empty segment never rolls. (A full
 // index shows as the segment refusing the batch.)
-func (l *Log) shouldRollLocked(b record.Batch, now time.Time) bool {
+func (l *Log) shouldRollLocked(b record.Batch, now time.Time, c *Options) bool {
 	size := l.endMark.pos
 	if size == 0 {
 		return false
 	}
 	switch {
-	case size+int64(len(b)) > l.opts.SegmentBytes:
+	case size+int64(len(b)) > c.SegmentBytes:
 		return true
-	case l.opts.SegmentAge > 0 && now.Sub(l.activeAt) > l.opts.SegmentAge:
+	case c.SegmentAge > 0 && now.Sub(l.activeAt) > c.SegmentAge:
 		return true
 	case l.next+int64(b.LastOffsetDelta())-l.active.base > math.MaxInt32:
 		return true
@@ -200,7 +203,7 @@ func (l *Log) rollLocked() error {
 	base := l.next
 	l.busy = true
 	l.appendMu.Unlock()
-	seg, err := segment.Create(l.fs, l.dir, base, &l.segOpts)
+	seg, err := segment.Create(l.fs, l.dir, base, l.segOpts())
 	l.appendMu.Lock()
 	l.busy = false
 	l.idle.Broadcast()
@@ -218,7 +221,7 @@ func (l *Log) rollLocked() error {
 	l.endMark = mark{offset: l.next, segBase: base, pos: 0}
 	l.publishLocked(l.snap.Load().start)
 	l.rolls.Add(1)
-	if l.opts.FlushPolicy.mode != flushSync {
+	if l.cur().o.FlushPolicy.mode != flushSync {
 		// Under FlushSync the appender's own group commit seals it.
 		kick(l.sealKick)
 	}
@@ -229,7 +232,7 @@ func (l *Log) rollLocked() error {
 // must wait for an fsync, and of what.
 func (l *Log) afterAppendLocked() (target, gen int64, needSync bool) {
 	l.end.Store(l.next)
-	p := l.opts.FlushPolicy
+	p := l.cur().o.FlushPolicy
 	switch p.mode {
 	case flushSync:
 		needSync = true

@@ -287,7 +287,7 @@ func (c *Cleaner) cleanDirtiest() bool {
 	bestRatio := -1.0
 	for _, l := range cands {
 		ratio, ok := l.cleanable()
-		if ok && ratio >= l.opts.MinCleanableDirtyRatio && ratio > bestRatio {
+		if ok && ratio >= l.cur().o.MinCleanableDirtyRatio && ratio > bestRatio {
 			best, bestRatio = l, ratio
 		}
 	}

@@ -19,9 +19,11 @@ import (
 
 // compactor is a Log's compaction state.
 type compactor struct {
-	// cleaner runs the passes of a log opened with Options.Compact; nil
-	// otherwise. private: the log made it and closes it.
-	cleaner *Cleaner
+	// cleaner runs the passes of a log opened with Options.Compact, or
+	// turned compacted by Reconfigure; nil otherwise. Set once, under
+	// Log.reconfMu (or by Open), read anywhere. private: the log made it
+	// and closes it (written with cleaner, read after a load of it).
+	cleaner atomic.Pointer[Cleaner]
 	private bool
 
 	// cleanMu serialises the cleaning passes of the log, the cleaner's
@@ -46,7 +48,7 @@ type compactor struct {
 func (l *Log) initCompaction(st State) error {
 	start, end := l.snap.Load().start, l.next
 	l.cmp.firstDirty.Store(min(max(st.FirstDirtyOffset, start), end))
-	if !l.opts.Compact {
+	if !l.cur().o.Compact {
 		return nil
 	}
 	c := l.opts.Cleaner
@@ -60,7 +62,7 @@ func (l *Log) initCompaction(st State) error {
 			c.start()
 		}
 	}
-	l.cmp.cleaner = c
+	l.cmp.cleaner.Store(c)
 	if !l.opts.noBackground {
 		c.register(l)
 	}
@@ -71,7 +73,11 @@ func (l *Log) initCompaction(st State) error {
 // under way (which l.quit, closed by now, stops), so that Close can close
 // the segments. A private cleaner is closed.
 func (l *Log) stopCompaction() {
-	c := l.cmp.cleaner
+	// reconfMu: a Reconfigure under way finishes attaching its cleaner
+	// first, and none starts after (it sees closing).
+	l.reconfMu.Lock()
+	defer l.reconfMu.Unlock()
+	c := l.cmp.cleaner.Load()
 	if c == nil {
 		return
 	}
@@ -87,7 +93,7 @@ func (l *Log) stopCompaction() {
 // kickCleaner tells the cleaner that the log sealed a segment, which is
 // when its dirty ratio grows.
 func (l *Log) kickCleaner() {
-	if c := l.cmp.cleaner; c != nil {
+	if c := l.cmp.cleaner.Load(); c != nil {
 		c.kick()
 	}
 }
@@ -218,8 +224,8 @@ func (l *Log) compactPasses(ctx context.Context, maxPasses int) (CompactResult, 
 		return res, l.readOnlyErr("Compact")
 	}
 	res.FirstDirtyOffset = l.cmp.firstDirty.Load()
-	c := l.cmp.cleaner
-	if c == nil {
+	c := l.cmp.cleaner.Load()
+	if c == nil || !l.cur().o.Compact {
 		if l.closed.Load() {
 			return res, ErrClosed
 		}
@@ -317,7 +323,7 @@ func (l *Log) planClean(now time.Time) (*cleanPlan, error) {
 			break
 		}
 		end := pl.all[i+1].base
-		if lag := l.opts.MinCompactionLag; lag > 0 && end > pl.firstDirty {
+		if lag := l.cur().o.MinCompactionLag; lag > 0 && end > pl.firstDirty {
 			ts, err := l.segMaxTimestamp(e)
 			if err != nil {
 				return nil, err
@@ -574,7 +580,7 @@ func (p *pass) groupSegments() {
 	for from := 0; from < n; {
 		to := from + 1
 		total := pl.sizes[from]
-		for to < n && total+pl.sizes[to] <= p.l.opts.SegmentBytes && pl.ends[to]-1-pl.segs[from].base <= math.MaxInt32 {
+		for to < n && total+pl.sizes[to] <= p.l.cur().o.SegmentBytes && pl.ends[to]-1-pl.segs[from].base <= math.MaxInt32 {
 			total += pl.sizes[to]
 			to++
 		}
@@ -609,7 +615,7 @@ func (p *pass) writeGroup(gi int) error {
 	for _, size := range pl.sizes[g.from:g.to] {
 		srcBytes += size
 	}
-	w, err := createCleaned(p.l.fs, p.l.dir, g.base, &p.l.segOpts, int(min(int64(p.bufs), max(srcBytes, 4096))))
+	w, err := createCleaned(p.l.fs, p.l.dir, g.base, p.l.segOpts(), int(min(int64(p.bufs), max(srcBytes, 4096))))
 	if err != nil {
 		return err
 	}
@@ -625,7 +631,7 @@ func (p *pass) writeGroup(gi int) error {
 				return fmt.Errorf("log: compaction: %w", err)
 			}
 			mtime = fi.ModTime()
-			retention := max(p.l.opts.DeleteRetention, 0)
+			retention := max(p.l.cur().o.DeleteRetention, 0)
 			dropTombstones = !mtime.Add(retention).After(p.now)
 		}
 		if mtime.After(g.mtime) {
@@ -1114,7 +1120,7 @@ func (p *pass) syncDir() error {
 func (l *Log) installCleaned(p *pass, srcs []*segEntry) error {
 	entries := make([]*segEntry, len(p.groups))
 	for gi, g := range p.groups {
-		seg, err := segment.Open(l.fs, l.dir, g.base, &l.segOpts)
+		seg, err := segment.Open(l.fs, l.dir, g.base, l.segOpts())
 		if err != nil {
 			return l.fail(fmt.Errorf("log: compaction: open cleaned segment %d: %w", g.base, err))
 		}

@@ -63,7 +63,7 @@ func TestCompactKeepsMaxTimestamp(t *testing.T) {
 	}
 
 	// Time retention deletes the cleaned segments once they are old.
-	l.opts.RetentionAge = time.Hour
+	l.SetRetention(0, time.Hour)
 	n, err := l.EnforceRetention(now)
 	if err != nil {
 		t.Fatal(err)

@@ -144,7 +144,7 @@ func (l *Log) readDamaged(e *segEntry, offset int64, maxBytes int, maxPos, after
 func (l *Log) resumeAfter(f interface {
 	ReadAt([]byte, int64) (int, error)
 }, size, base, pos, from int64) (int64, bool) {
-	x, err := index.OpenOffset(l.fs, segment.IndexPath(l.dir, base), base, false, &index.Options{MaxIndexBytes: l.segOpts.MaxIndexBytes})
+	x, err := index.OpenOffset(l.fs, segment.IndexPath(l.dir, base), base, false, &index.Options{MaxIndexBytes: l.opts.MaxIndexBytes})
 	if err != nil {
 		return 0, false
 	}

@@ -166,6 +166,19 @@
 // reading the old segments from their open files, and views stay valid
 // until released. The active segment is never touched.
 //
+// # Changing settings while open
+//
+// Reconfigure changes the settings Kafka changes live on a topic (segment
+// size and age, batch limit, retention, compaction and its settings, flush
+// policy, read path, log-append time) on the open log. The settings in
+// force are one immutable Options value behind an atomic pointer: an
+// append loads it once and goes wholly by it, so no lock is added to the
+// append path. Each setting applies from its next use (the next append or
+// roll check, retention or cleaning pass; a read path to segments opened
+// from then on). A change to FlushSync keeps the records visible so far
+// visible until the next fsync covers them. A reopen takes its settings
+// from its Options again.
+//
 // # Resources
 //
 // A ResourceCaps, shared by all logs of a process, bounds how many sealed

@@ -61,6 +61,24 @@ func FlushEveryN(n int64) FlushPolicy {
 	return FlushPolicy{mode: flushEveryN, n: n}
 }
 
+// Interval returns the interval of a FlushInterval policy, 0 for the
+// others; EveryN the record count of a FlushEveryN policy, 0 for the
+// others (Kafka's flush.ms and flush.messages, which the Kafka endpoint
+// reports them as).
+func (p FlushPolicy) Interval() time.Duration {
+	if p.mode != flushInterval {
+		return 0
+	}
+	return p.interval
+}
+
+func (p FlushPolicy) EveryN() int64 {
+	if p.mode != flushEveryN {
+		return 0
+	}
+	return p.n
+}
+
 // Validate reports a policy that FlushInterval or FlushEveryN made with a
 // parameter that is not positive.
 func (p FlushPolicy) Validate() error {

@@ -35,8 +35,9 @@ func (l *Log) AppendFollower(batches ...record.Batch) (first, last int64, err er
 	if len(batches) == 0 {
 		return -1, -1, fmt.Errorf("%w: no batches", ErrInvalidBatch)
 	}
+	c := &l.cur().o // one load for the whole append, as in Append
 	for i, b := range batches {
-		if err := l.checkBatch(b, true); err != nil {
+		if err := l.checkBatch(b, true, c); err != nil {
 			return -1, -1, fmt.Errorf("log: follower append to %s, batch %d of %d: %w", l.dir, i, len(batches), err)
 		}
 		if i > 0 && b.BaseOffset() != batches[i-1].LastOffset()+1 {
@@ -75,7 +76,7 @@ func (l *Log) AppendFollower(batches ...record.Batch) (first, last int64, err er
 				l.epoch.Store(ep)
 			}
 		}
-		if err := l.appendFollowerOneLocked(b, now); err != nil {
+		if err := l.appendFollowerOneLocked(b, now, c); err != nil {
 			if l.next > first {
 				last = l.next - 1
 			} else {
@@ -94,14 +95,14 @@ func (l *Log) AppendFollower(batches ...record.Batch) (first, last int64, err er
 // (which is the log end), rolling first when the active segment should
 // roll: the new segment's base is the batch's base offset. appendMu must be
 // held (a roll drops it for a while).
-func (l *Log) appendFollowerOneLocked(b record.Batch, now time.Time) error {
+func (l *Log) appendFollowerOneLocked(b record.Batch, now time.Time, c *Options) error {
 	if !l.activated {
 		if err := l.active.seg.Activate(); err != nil {
 			return l.fail(fmt.Errorf("log: reopen %s for appending: %w", l.active.seg, err))
 		}
 		l.activated = true
 	}
-	if l.shouldRollLocked(b, now) {
+	if l.shouldRollLocked(b, now, c) {
 		if err := l.rollLocked(); err != nil {
 			return err
 		}

@@ -111,7 +111,7 @@ func (l *Log) fillHole(from, to, ts int64) error {
 	var buf []byte
 	for base := from; base < to; {
 		n := min(to-base, math.MaxInt32) // one batch, relative offsets within int32
-		seg, err := segment.Create(l.fs, l.dir, base, &l.segOpts)
+		seg, err := segment.Create(l.fs, l.dir, base, l.segOpts())
 		if err != nil {
 			return fmt.Errorf("log: fill offsets %d to %d: %w", from, to-1, err)
 		}
@@ -135,7 +135,7 @@ func (l *Log) fillHole(from, to, ts int64) error {
 		if err != nil {
 			return fmt.Errorf("log: fill offsets %d to %d: %w", from, to-1, err)
 		}
-		seg, err = segment.Open(l.fs, l.dir, base, &l.segOpts)
+		seg, err = segment.Open(l.fs, l.dir, base, l.segOpts())
 		if err != nil {
 			return fmt.Errorf("log: fill offsets %d to %d: %w", from, to-1, err)
 		}
@@ -510,7 +510,7 @@ func (l *Log) keepEnd(last *segEntry, next, end int64) (*segEntry, error) {
 	if err := l.fillHole(next, end, ts); err != nil {
 		return nil, err
 	}
-	seg, err := segment.Create(l.fs, l.dir, end, &l.segOpts)
+	seg, err := segment.Create(l.fs, l.dir, end, l.segOpts())
 	if err != nil {
 		return nil, fmt.Errorf("log: create the segment at %d: %w", end, err)
 	}
@@ -580,7 +580,7 @@ func (l *Log) salvageTail(base int64, r io.ReaderAt, size, pos int64) (*salvaged
 		}
 	}
 	if len(batches) == 0 {
-		if x, err := index.OpenOffset(l.fs, segment.IndexPath(l.dir, base), base, false, &index.Options{MaxIndexBytes: l.segOpts.MaxIndexBytes}); err == nil {
+		if x, err := index.OpenOffset(l.fs, segment.IndexPath(l.dir, base), base, false, &index.Options{MaxIndexBytes: l.segOpts().MaxIndexBytes}); err == nil {
 			for i := 0; i < x.Entries() && len(batches) == 0; i++ {
 				if ent := x.Entry(i); ent.Position > pos {
 					if b := readBatch(ent.Position); b != nil && b.LastOffset() == ent.Offset {
@@ -595,7 +595,7 @@ func (l *Log) salvageTail(base int64, r io.ReaderAt, size, pos int64) (*salvaged
 		return nil, nil // a torn tail: cut
 	}
 	at := batches[0].BaseOffset()
-	seg, err := segment.Create(l.fs, l.dir, at, &l.segOpts)
+	seg, err := segment.Create(l.fs, l.dir, at, l.segOpts())
 	if errors.Is(err, segment.ErrExists) {
 		return nil, nil
 	}
@@ -626,7 +626,7 @@ func (l *Log) salvageTail(base int64, r io.ReaderAt, size, pos int64) (*salvaged
 // damaged segment was not kept, or the saved batches do not lie past its
 // prefix, the saved segment is removed instead.
 func (l *Log) adoptSalvaged(s *salvaged, kept bool, prevNext, prevTs int64) error {
-	seg, err := segment.Open(l.fs, l.dir, s.base, &l.segOpts)
+	seg, err := segment.Open(l.fs, l.dir, s.base, l.segOpts())
 	if err != nil {
 		return fmt.Errorf("log: %w", err)
 	}

@@ -93,14 +93,20 @@ type mark struct {
 // one appender at a time and any number of readers that take no lock the
 // appender holds. See the package documentation for the model.
 type Log struct {
-	fs      vfs.FS
-	dir     string
-	opts    Options
-	segOpts segment.Options
-	// retention overrides opts' retention rules once SetRetention is
-	// called.
-	retention atomic.Pointer[retentionRule]
-	caps      *ResourceCaps
+	fs  vfs.FS
+	dir string
+	// opts are the options the log opened with. The live settings
+	// (Reconfigure) are read from live instead: opts keeps the ones that
+	// never change while the log is open.
+	opts Options
+	// live holds the options in force (reconfigure.go); never nil after
+	// Open.
+	live atomic.Pointer[liveOptions]
+	// reconfMu serialises Reconfigure and SetRetention, and Close's
+	// detaching from the cleaner. Lock order: reconfMu, then appendMu
+	// (and the cleaner's locks).
+	reconfMu sync.Mutex
+	caps     *ResourceCaps
 
 	// appendMu serialises appends and guards the fields up to syncMu. It is
 	// held while batches are written to the active segment, never across an
@@ -126,6 +132,11 @@ type Log struct {
 	armed       bool        // FlushInterval: a flush is scheduled
 	activeAt    time.Time   // when the active segment was created or reopened
 	closing     bool
+	// hwFloor, when hwFloorSet, is the high watermark's floor under
+	// FlushSync after a change to it from a weaker policy: the records
+	// already visible then stay visible until the durable end passes it.
+	hwFloor    mark
+	hwFloorSet bool
 
 	// syncMu orders fsyncs against seals and truncations. A group commit
 	// that only fsyncs the active segment's .log holds it shared, so that
@@ -169,6 +180,7 @@ type Log struct {
 	hw         atomic.Pointer[mark]
 	endPub     markSeq // endMark, for readers bounded by the log end
 	hwWake     *notifier
+	endWake    *notifier // waiters for the log end (WaitEndFunc)
 	epoch      atomic.Int32
 	truncGen   atomic.Int64 // bumped by every truncation; written under syncMu and appendMu
 	failure    atomic.Pointer[error]
@@ -409,9 +421,20 @@ func (l *Log) publishLocked(start int64) {
 // must be held.
 func (l *Log) publishHWLocked() {
 	l.endPub.store(l.endMark)
+	l.endWake.notify()
 	limit := l.endMark
-	if l.opts.FlushPolicy.mode == flushSync {
+	if l.cur().o.FlushPolicy.mode == flushSync {
 		limit = l.durMark
+		if l.hwFloorSet {
+			switch {
+			case l.durMark.offset >= l.hwFloor.offset:
+				l.hwFloorSet = false
+			case l.hwFloor.offset > l.endMark.offset:
+				l.hwFloorSet = false // truncated below it
+			default:
+				limit = l.hwFloor
+			}
+		}
 	}
 	m := limit
 	if l.opts.ExternalHighWatermark && l.extHW.offset < limit.offset {
@@ -467,6 +490,7 @@ func (l *Log) Close() error {
 	l.closed.Store(true)
 	l.syncMu.Unlock()
 	l.hwWake.broadcast()
+	l.endWake.broadcast()
 
 	l.appendMu.Lock()
 	var all []*segEntry
@@ -536,7 +560,7 @@ func (l *Log) background() {
 		case <-l.sealKick:
 			l.sealPending()
 		case <-l.flushKick:
-			flush.Reset(l.opts.FlushPolicy.interval)
+			flush.Reset(l.cur().o.FlushPolicy.interval)
 		case <-flush.C:
 			_ = l.Sync() // a failure puts the log in the failed state
 		case <-retention:

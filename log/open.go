@@ -63,17 +63,19 @@ func Open(fsys vfs.FS, dir string, opts *Options, st State) (*Log, error) {
 		fs:        fsys,
 		dir:       filepath.Clean(dir),
 		opts:      o,
-		segOpts:   segmentOptions(o),
 		caps:      caps,
 		tree:      btree.NewG[*segEntry](16, lessEntry),
 		hwWake:    newNotifier(),
+		endWake:   newNotifier(),
 		quit:      make(chan struct{}),
 		sealKick:  make(chan struct{}, 1),
 		flushKick: make(chan struct{}, 1),
 		flushDone: make(chan struct{}),
 	}
+	l.live.Store(newLiveOptions(o))
 	l.idle.L = &l.appendMu
 	l.hwWake.level = l.waitLevel
+	l.endWake.level = l.endWaitLevel
 	l.idxFloor.Store(-1)
 	if err := l.load(st); err != nil {
 		l.abandon()
@@ -193,7 +195,7 @@ func (l *Log) load(st State) error {
 	slices.Sort(bases)
 	entries := make([]*segEntry, 0, len(bases)+1)
 	for _, b := range bases {
-		seg, err := segment.Open(l.fs, l.dir, b, &l.segOpts)
+		seg, err := segment.Open(l.fs, l.dir, b, l.segOpts())
 		if err != nil {
 			return fmt.Errorf("log: open segment %d in %s: %w", b, l.dir, err)
 		}
@@ -634,7 +636,7 @@ func (l *Log) startEmpty(base int64, st State) error {
 	if err := l.beforeWrite(); err != nil {
 		return err
 	}
-	seg, err := segment.Create(l.fs, l.dir, base, &l.segOpts)
+	seg, err := segment.Create(l.fs, l.dir, base, l.segOpts())
 	if err != nil {
 		return fmt.Errorf("log: create first segment: %w", err)
 	}

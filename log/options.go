@@ -224,8 +224,12 @@ func segmentOptions(o Options) segment.Options {
 	return segment.Options{
 		IndexIntervalBytes: o.IndexIntervalBytes,
 		MaxIndexBytes:      o.MaxIndexBytes,
-		MaxBatchBytes:      o.MaxBatchBytes,
-		ReadPath:           o.ReadPath,
-		MaxSegmentBytes:    o.SegmentBytes,
+		// The log checks MaxBatchBytes itself (Append), against the
+		// setting in force: the segment's own check only keeps a batch
+		// within the segment, so that a larger MaxBatchBytes set by
+		// Reconfigure applies to the active segment too.
+		MaxBatchBytes:   int(o.SegmentBytes),
+		ReadPath:        o.ReadPath,
+		MaxSegmentBytes: o.SegmentBytes,
 	}
 }

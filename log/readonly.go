@@ -38,18 +38,20 @@ func openReadOnly(fsys vfs.FS, dir string, o Options, st State) (*Log, error) {
 		fs:        fsys,
 		dir:       filepath.Clean(dir),
 		opts:      o,
-		segOpts:   segmentOptions(o),
 		caps:      caps,
 		tree:      btree.NewG[*segEntry](16, lessEntry),
 		hwWake:    newNotifier(),
+		endWake:   newNotifier(),
 		quit:      make(chan struct{}),
 		sealKick:  make(chan struct{}, 1),
 		flushKick: make(chan struct{}, 1),
 		flushDone: make(chan struct{}),
 		ro:        &roLog{recoveryPoint: max(st.RecoveryPoint, 0)},
 	}
+	l.live.Store(newLiveOptions(o))
 	l.idle.L = &l.appendMu
 	l.hwWake.level = l.waitLevel
+	l.endWake.level = l.endWaitLevel
 	l.recovery.Clean = st.Clean
 	fi, err := fsys.Stat(l.dir)
 	if err != nil {
@@ -143,7 +145,7 @@ func (l *Log) refreshOnce() error {
 			e = nil
 		}
 		if e == nil {
-			seg, err := segment.OpenReadOnly(l.fs, l.dir, b, isLast, &l.segOpts)
+			seg, err := segment.OpenReadOnly(l.fs, l.dir, b, isLast, l.segOpts())
 			if err != nil {
 				l.closeEntries(fresh)
 				return err
@@ -218,6 +220,7 @@ func (l *Log) publishRO(tree *btree.BTreeG[*segEntry], start int64, m mark) {
 	l.snap.Store(newSnapshot(tree, start))
 	l.end.Store(m.offset)
 	l.endPub.store(m)
+	l.endWake.notify()
 	l.durable.Store(min(max(l.ro.recoveryPoint, start), m.offset))
 	if cur := l.hw.Load(); cur != nil && *cur == m {
 		return
@@ -247,6 +250,7 @@ func (l *Log) closeReadOnly() error {
 	sn := l.snap.Load()
 	l.ro.refreshMu.Unlock()
 	l.hwWake.broadcast()
+	l.endWake.broadcast()
 	var errs []error
 	for _, e := range sn.bases {
 		l.caps.forget(&e.capEntry)

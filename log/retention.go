@@ -193,30 +193,3 @@ func (l *Log) segMaxTimestamp(e *segEntry) (int64, error) {
 	}
 	return ts, nil
 }
-
-// retentionRule is a retention set on an open log (SetRetention).
-type retentionRule struct {
-	bytes int64
-	age   time.Duration
-}
-
-// retentionRules returns the size and age rules in force: the last
-// SetRetention's, or the options the log opened with.
-func (l *Log) retentionRules() (int64, time.Duration) {
-	if r := l.retention.Load(); r != nil {
-		return r.bytes, r.age
-	}
-	return l.opts.RetentionBytes, l.opts.RetentionAge
-}
-
-// SetRetention changes the size and age rules of an open log, in
-// Options.RetentionBytes's and RetentionAge's terms (0 bytes: no size
-// rule; a negative age: no age rule; a zero age takes the default). They
-// apply from the next retention pass (EnforceRetention or the periodic
-// one); a reopen takes them from its Options again.
-func (l *Log) SetRetention(bytes int64, age time.Duration) {
-	if age == 0 {
-		age = DefaultRetentionAge
-	}
-	l.retention.Store(&retentionRule{bytes: bytes, age: age})
-}

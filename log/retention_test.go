@@ -98,7 +98,7 @@ func TestRetentionBySize(t *testing.T) {
 	segSize := int64(v.Len())
 	v.Release()
 	// Keep at least 3 segments' worth: 8 segments, delete 5.
-	l.opts.RetentionBytes = 3 * segSize
+	l.SetRetention(3*segSize, -1)
 	n, err := l.EnforceRetention(now)
 	if err != nil || n != 5 {
 		t.Fatalf("deleted %d (%v), want 5", n, err)
@@ -108,7 +108,7 @@ func TestRetentionBySize(t *testing.T) {
 	}
 	// One byte less than 3 segments: now only 2 may stay... but the
 	// active one never goes.
-	l.opts.RetentionBytes = 1
+	l.SetRetention(1, -1)
 	if n, err := l.EnforceRetention(now); err != nil || n != 2 {
 		t.Fatalf("deleted %d (%v), want 2", n, err)
 	}

@@ -35,6 +35,28 @@ func (l *Log) WaitFunc(offset int64, fn func()) (cancel func()) {
 	return l.hwWake.waitFunc(offset, fn)
 }
 
+// WaitEndFunc is WaitFunc bounded by the log end instead of the high
+// watermark: fn is called once a record at or beyond offset has been
+// appended (offset is below the log end), or the log closes or is
+// truncated below offset, unless cancel was called first. A leader's fetch
+// for a follower parks on it: the follower copies what is not yet
+// committed, and under an external high watermark the high watermark only
+// moves once the follower has fetched it, so waiting on the high watermark
+// would stall replication until the fetch's MaxWait. fn runs under the
+// log's locks, as with WaitFunc.
+func (l *Log) WaitEndFunc(offset int64, fn func()) (cancel func()) {
+	return l.endWake.waitFunc(offset, fn)
+}
+
+// endWaitLevel is the offset WaitEndFunc's waiters wait to pass: the log
+// end readers see, or every offset once the log is closed.
+func (l *Log) endWaitLevel() int64 {
+	if l.closed.Load() {
+		return math.MaxInt64
+	}
+	return l.endPub.offset.Load()
+}
+
 // waitLevel is the offset WaitChan's waiters wait to pass: the high
 // watermark, or every offset once the log is closed.
 func (l *Log) waitLevel() int64 {

@@ -121,6 +121,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	// before TruncateTo returns, so a replica never restarts with epochs
 	// its log does not hold.
 	l.hwWake.truncated(newEnd)
+	l.endWake.truncated(newEnd)
 	if err == nil {
 		if perr := l.persistEpochs(); perr != nil {
 			err = l.fail(perr)
@@ -154,7 +155,7 @@ func (l *Log) cut(floor *segEntry, offset int64) (mark, error) {
 // restart puts an empty segment at base in place of the removed ones
 // (Kafka's truncateFullyAndStartAt). syncMu must be held and busy set.
 func (l *Log) restart(base int64) (mark, error) {
-	seg, err := segment.Create(l.fs, l.dir, base, &l.segOpts)
+	seg, err := segment.Create(l.fs, l.dir, base, l.segOpts())
 	if err != nil {
 		return mark{}, l.fail(fmt.Errorf("log: restart at %d: %w", base, err))
 	}

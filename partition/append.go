@@ -64,14 +64,15 @@ func (p *Partition) AppendBatch(ctx context.Context, batch []byte) (AppendResult
 	if bt.IsControl() {
 		return AppendResult{}, fmt.Errorf("%w: %s: control batches are written by Folio only", ErrInvalidBatch, p)
 	}
-	if !p.keep && bt.Codec() != p.codec {
-		re, err := recompress(bt, p.codec)
+	lc := p.cfg.Load() // one load: the settings this append goes by
+	if !lc.keep && bt.Codec() != lc.codec {
+		re, err := recompress(bt, lc.codec)
 		if err != nil {
-			return AppendResult{}, fmt.Errorf("%w: %s: recompressing to %s: %w", ErrInvalidBatch, p, p.codec, err)
+			return AppendResult{}, fmt.Errorf("%w: %s: recompressing to %s: %w", ErrInvalidBatch, p, lc.codec, err)
 		}
 		bt = re
 	}
-	if maxBatch := p.MaxBatchBytes(); len(bt) > maxBatch {
+	if maxBatch := lc.maxBatch; len(bt) > maxBatch {
 		return AppendResult{}, fmt.Errorf("%w: %s: batch of %d bytes, the topic's limit is %d", ErrMessageTooLarge, p, len(bt), maxBatch)
 	}
 	if p.repl != nil {
@@ -132,8 +133,10 @@ func (p *Partition) appendIdempotent(ctx context.Context, bt record.Batch) (Appe
 // result is the AppendResult of bt, appended at first to last.
 func (p *Partition) result(bt record.Batch, first, last int64) AppendResult {
 	r := AppendResult{BaseOffset: first, LastOffset: last, LogAppendTime: -1, LogStartOffset: p.log.LogStartOffset()}
-	if p.logAppendTime {
-		r.LogAppendTime = bt.MaxTimestamp() // the log stamped it in place
+	if bt.LogAppendTime() {
+		// The log stamped it in place (its message.timestamp.type at
+		// the append, whatever a concurrent Reconfigure changed since).
+		r.LogAppendTime = bt.MaxTimestamp()
 	}
 	return r
 }

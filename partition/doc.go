@@ -12,6 +12,10 @@
 // a data directory's owner shares between partitions (the resource caps,
 // the log cleaner, the hook that removes the clean-shutdown marker, the
 // clock) come in Options.
+// Reconfigure applies a changed topic configuration to the open partition
+// and its log at once (each setting from its next use: the next append,
+// roll check, retention or cleaning pass; see Reconfigure); an append reads
+// the settings in force with one atomic load.
 //
 // AppendBatch appends a RecordBatch v2 from outside as a Kafka broker does:
 // it validates the batch (CRC, structure; control batches are Folio's

@@ -18,11 +18,6 @@ var (
 	// topic, which also wraps log.ErrNoKey). Nothing is written.
 	ErrInvalidBatch = errs.New("partition: invalid batch", kerr.CorruptMessage)
 
-	// ErrNotLive is returned, with ErrInvalidConfig, by Reconfigure for a
-	// change the open partition cannot apply (its log opened with it: the
-	// flush policy, read path, cleanup policy, segment size, ...).
-	ErrNotLive = errs.New("partition: configuration change not applied while open", kerr.InvalidConfig)
-
 	// ErrMessageTooLarge is returned for a batch above the topic's
 	// max.message.bytes (after recompression to the topic's codec).
 	// Nothing is written.

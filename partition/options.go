@@ -85,9 +85,9 @@ func (o *Options) withDefaults() Options {
 	return c
 }
 
-// Metrics hears a partition's appends. Its methods are called on the
-// append path, once per append call (never per record), from many
-// goroutines at once: they must be fast, safe for concurrent use, and must
+// Metrics hears a partition's appends and deliveries. Its methods are
+// called on the append and read paths, once per call (never per record),
+// from many goroutines at once: they must be fast, safe for concurrent use, and must
 // not call back into the partition. The root package's folio.Metrics is
 // one.
 type Metrics interface {
@@ -98,12 +98,16 @@ type Metrics interface {
 	// AppendFailed reports an append that wrote nothing or whose outcome
 	// is unknown.
 	AppendFailed(topic string, partition int32, err error)
+	// Consumed reports records delivered to a reader (Partition.Delivered):
+	// how many, and the bytes of the batches they came from.
+	Consumed(topic string, partition int32, records, bytes int)
 }
 
 type noMetrics struct{}
 
 func (noMetrics) Appended(string, int32, int, int, time.Duration) {}
 func (noMetrics) AppendFailed(string, int32, error)               {}
+func (noMetrics) Consumed(string, int32, int, int)                {}
 
 // SnapshotStore keeps one partition's producer-state snapshot: the state of
 // its idempotent producers as of a log end offset, in the topic package's

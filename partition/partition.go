@@ -22,26 +22,26 @@ import (
 // state, and the replication hook. All methods are safe for concurrent
 // use. See the package documentation for the model.
 type Partition struct {
-	topic    string
-	id       topic.ID
-	index    int32
-	cfg      atomic.Pointer[topic.Config] // with every default spelled out; Reconfigure replaces it
-	log      *log.Log
-	maxBatch atomic.Int64 // the largest batch the partition stores (max.message.bytes)
-	// logMaxBatch is the largest batch the log (and its segments) opened
-	// to accept: Reconfigure cannot raise maxBatch above it.
-	logMaxBatch int
-	// codec is the topic's storage codec; keep is set for
-	// CompressionProducer, which stores batches as the producer built them.
-	codec         record.Codec
-	keep          bool
-	logAppendTime bool
+	topic string
+	id    topic.ID
+	index int32
+	// cfg is the topic's configuration with every default spelled out
+	// and what the append path derives from it; Reconfigure replaces it,
+	// and an append loads it once.
+	cfg atomic.Pointer[liveConfig]
+	log *log.Log
+	// reconfMu serialises Reconfigure, so that the log and cfg change in
+	// the same order for every caller.
+	reconfMu sync.Mutex
 
 	logger  *slog.Logger
 	metrics Metrics
 	snaps   SnapshotStore // nil: none
 	repl    Replication   // nil: SingleNode
 	now     func() time.Time
+
+	// recordsOut and bytesOut count what Delivered reported since Open.
+	recordsOut, bytesOut atomic.Int64
 
 	deleted atomic.Bool
 	// failedSeen is set when an append met the log's fail-stop state.
@@ -106,21 +106,12 @@ func Open(fsys vfs.FS, dir string, in topic.Info, index int32, st log.State, opt
 		o.Logger.Warn("partition: leader-epoch checkpoint damaged; rebuilt from the log's batches", "topic", in.Name, "partition", index,
 			"file", filepath.Join(dir, log.EpochCheckpointFile), "err", rec.EpochCheckpoint)
 	}
-	cfg := in.Config.WithDefaults()
 	p := &Partition{
 		topic: in.Name, id: in.ID, index: index, log: l,
-		logMaxBatch:   lo.MaxBatchBytes,
-		logAppendTime: cfg.TimestampType == topic.LogAppendTime,
-		logger:        o.Logger, metrics: o.Metrics, snaps: o.Snapshots, repl: o.Replication, now: o.Now,
+		logger: o.Logger, metrics: o.Metrics, snaps: o.Snapshots, repl: o.Replication, now: o.Now,
 		seqLocks: map[int64]*seqLock{},
 	}
-	p.cfg.Store(&cfg)
-	p.maxBatch.Store(int64(lo.MaxBatchBytes))
-	if c, ok := cfg.Compression.Codec(); ok {
-		p.codec = c
-	} else {
-		p.keep = true
-	}
+	p.cfg.Store(newLiveConfig(in.Config))
 	if !o.ReadOnly {
 		p.repairSnapshot()
 	}
@@ -134,21 +125,56 @@ func Open(fsys vfs.FS, dir string, in topic.Info, index int32, st log.State, opt
 func (p *Partition) Topic() string        { return p.topic }
 func (p *Partition) Index() int32         { return p.index }
 func (p *Partition) TopicID() topic.ID    { return p.id }
-func (p *Partition) Config() topic.Config { return *p.cfg.Load() }
+func (p *Partition) Config() topic.Config { return p.cfg.Load().cfg }
 
 // MaxBatchBytes returns the largest batch the partition stores: the
 // topic's max.message.bytes, capped by its segment size. Reconfigure may
 // change it: a writer that caches it re-reads it.
-func (p *Partition) MaxBatchBytes() int { return int(p.maxBatch.Load()) }
+func (p *Partition) MaxBatchBytes() int { return p.cfg.Load().maxBatch }
 
-// Reconfigure applies a topic's new configuration to the open partition.
-// Only what the partition and its log apply live may differ from the
-// current configuration: max.message.bytes (up to what the log opened to
-// accept: min(max.message.bytes, segment.bytes) at open), retention.ms and
-// retention.bytes. Any other difference is refused with an error wrapping
-// ErrInvalidConfig and ErrNotLive, and nothing changes. The caller makes
-// the configuration durable (the catalog) before or after, as its order
-// of failure demands; the partition only holds it in memory.
+// liveConfig is a topic configuration in force on the partition, with
+// what the append path derives from it. It never changes once stored.
+type liveConfig struct {
+	cfg      topic.Config // every default spelled out
+	maxBatch int          // maxBatchBytes(cfg)
+	// codec is the topic's storage codec; keep is set for
+	// CompressionProducer, which stores batches as the producer built them.
+	codec record.Codec
+	keep  bool
+}
+
+func newLiveConfig(cfg topic.Config) *liveConfig {
+	cfg = cfg.WithDefaults()
+	lc := &liveConfig{cfg: cfg, maxBatch: maxBatchBytes(cfg)}
+	if c, ok := cfg.Compression.Codec(); ok {
+		lc.codec = c
+	} else {
+		lc.keep = true
+	}
+	return lc
+}
+
+// Reconfigure applies a topic's new configuration to the open partition,
+// as Kafka applies a topic config change: every setting changes live.
+//   - max.message.bytes and compression.type: from the next append (a
+//     larger max.message.bytes is accepted up to segment.bytes, as at
+//     open; batches in another codec are recompressed to the new one).
+//   - message.timestamp.type: from the next append.
+//   - segment.bytes, segment.ms: from the next append's roll check.
+//   - retention.ms, retention.bytes: from the next retention pass.
+//   - cleanup.policy: compact starts the log's cleaning (and the refusal
+//     of keyless records) at once, delete stops it; the compaction
+//     settings apply from the next cleaning pass.
+//   - flush: appends from now on wait as the new policy says.
+//   - read.path: segments opened from now on, so new readers of the next
+//     active segment and of sealed segments as they are next opened; a
+//     segment already open keeps its path until it is closed.
+//
+// See log.Log.Reconfigure for the details. An invalid configuration is
+// refused with an error wrapping ErrInvalidConfig, and nothing changes.
+// The caller makes the configuration durable (the catalog) before or
+// after, as its order of failure demands; the partition only holds it in
+// memory, and the next Open takes it from the caller again.
 func (p *Partition) Reconfigure(cfg topic.Config) error {
 	next, err := p.CheckReconfigure(cfg)
 	if err != nil {
@@ -158,9 +184,12 @@ func (p *Partition) Reconfigure(cfg topic.Config) error {
 	if err != nil {
 		return err
 	}
-	p.log.SetRetention(lo.RetentionBytes, lo.RetentionAge)
-	p.maxBatch.Store(int64(maxBatchBytes(next)))
-	p.cfg.Store(&next)
+	p.reconfMu.Lock()
+	defer p.reconfMu.Unlock()
+	if err := p.log.Reconfigure(lo); err != nil {
+		return fmt.Errorf("partition: reconfigure %s: %w", p, err)
+	}
+	p.cfg.Store(newLiveConfig(next))
 	return nil
 }
 
@@ -170,18 +199,7 @@ func (p *Partition) CheckReconfigure(cfg topic.Config) (topic.Config, error) {
 	if err := ValidateConfig(cfg); err != nil {
 		return topic.Config{}, err
 	}
-	next := cfg.WithDefaults()
-	cur := *p.cfg.Load()
-	live := cur
-	live.MaxMessageBytes, live.RetentionAge, live.RetentionBytes = next.MaxMessageBytes, next.RetentionAge, next.RetentionBytes
-	live.Partitions = next.Partitions
-	if live != next {
-		return topic.Config{}, fmt.Errorf("%w: %w: %s: only max.message.bytes, retention.ms and retention.bytes change while the partition is open", ErrInvalidConfig, ErrNotLive, p)
-	}
-	if mb := maxBatchBytes(next); mb > p.logMaxBatch {
-		return topic.Config{}, fmt.Errorf("%w: %w: %s: max.message.bytes %d is above the %d bytes the log opened with (it applies from the next open)", ErrInvalidConfig, ErrNotLive, p, next.MaxMessageBytes, p.logMaxBatch)
-	}
-	return next, nil
+	return cfg.WithDefaults(), nil
 }
 
 // String returns "<topic>-<partition>", the name of its directory.

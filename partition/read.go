@@ -24,11 +24,28 @@ func (p *Partition) Read(offset int64, maxBytes int, bound log.Bound) (*readpath
 	return p.log.ReadBounded(offset, maxBytes, bound)
 }
 
+// Delivered records that records read from the partition, from batches of
+// bytes bytes, were handed to a consumer (an in-process consumer's poll, a
+// Kafka client's fetch): it adds them to the counters Out returns and
+// reports them to Options.Metrics. Read does not count by itself, since
+// only its caller knows how many records of the view it hands on. Two
+// atomic adds: it takes no lock.
+func (p *Partition) Delivered(records, bytes int) {
+	p.recordsOut.Add(int64(records))
+	p.bytesOut.Add(int64(bytes))
+	p.metrics.Consumed(p.topic, p.index, records, bytes)
+}
+
+// Out returns what Delivered counted since Open: records and the bytes of
+// the batches they came from.
+func (p *Partition) Out() (records, bytes int64) {
+	return p.recordsOut.Load(), p.bytesOut.Load()
+}
+
 // Wait returns nil as soon as a record at or beyond offset is below the
 // high watermark, ctx's error when it ends first, and an error wrapping
 // ErrClosed when the partition closes. It does not poll. Waits are bounded
-// by the high watermark only: the log offers no wait for its end yet,
-// which a follower fetching at the leader's end will need.
+// by the high watermark (WaitEndFunc waits for the log end).
 func (p *Partition) Wait(ctx context.Context, offset int64) error {
 	return p.log.Wait(ctx, offset)
 }
@@ -48,6 +65,14 @@ func (p *Partition) WaitChan(offset int64) (ready <-chan struct{}, cancel func()
 // block nor call into the partition.
 func (p *Partition) WaitFunc(offset int64, fn func()) (cancel func()) {
 	return p.log.WaitFunc(offset, fn)
+}
+
+// WaitEndFunc is WaitFunc bounded by the log end (log.Log.WaitEndFunc):
+// fn is called once a record at or beyond offset has been appended,
+// committed or not, or the partition closes or is truncated below it. A
+// follower's fetch parks on it.
+func (p *Partition) WaitEndFunc(offset int64, fn func()) (cancel func()) {
+	return p.log.WaitEndFunc(offset, fn)
 }
 
 // MaxTimestamp returns the largest timestamp below the high watermark and

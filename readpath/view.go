@@ -71,6 +71,48 @@ func (v *View) Bytes() ([]byte, error) {
 	return *v.buf, nil
 }
 
+// ReadAt copies len(p) bytes of the view, from off bytes past its start,
+// into p and implements io.ReaderAt: for reading a few bytes (a batch
+// header) without Bytes, which under Sendfile reads the whole range.
+// Mmap: a copy from the mapping under Guard (a fault is an error wrapping
+// ErrFault). Sendfile: from the buffer Bytes filled, else one pread
+// (ErrTruncated if the file no longer holds the bytes). A range outside
+// the view returns io.EOF with what it holds copied.
+func (v *View) ReadAt(p []byte, off int64) (int, error) {
+	if v.released.Load() {
+		return 0, fmt.Errorf("%w: read %s at %d", ErrReleased, v.src.name, v.pos+off)
+	}
+	if off < 0 {
+		return 0, fmt.Errorf("readpath: read %s: negative offset %d", v.src.name, off)
+	}
+	if off >= int64(v.n) {
+		return 0, io.EOF
+	}
+	want := p
+	if rest := int64(v.n) - off; int64(len(p)) > rest {
+		p = p[:rest]
+	}
+	var err error
+	switch {
+	case v.region != nil:
+		err = Guard(func() error {
+			copy(p, v.region.data[v.pos+off:])
+			return nil
+		})
+	case v.buf != nil:
+		copy(p, (*v.buf)[off:])
+	default:
+		err = v.src.readFull(p, v.pos+off)
+	}
+	if err != nil {
+		return 0, err
+	}
+	if len(p) < len(want) {
+		return len(p), io.EOF
+	}
+	return len(p), nil
+}
+
 // WriteTo writes the view to w and implements io.WriterTo, so io.Copy uses it.
 // It first checks that the file still holds the whole range and returns
 // ErrTruncated, having written nothing, if not. An empty view writes nothing

@@ -29,6 +29,15 @@
 // and refuses fetches sent under an older one. A new leader has its log
 // stamp its batches with its epoch.
 //
+// A Follower is a broker's follower side over the Kafka endpoint: one
+// fetch loop and one franz-go client per leader broker, reconciling each
+// partition by epoch lineage (OffsetForLeaderEpoch) before it fetches,
+// truncating at a DivergingEpoch, appending with the leader's offsets and
+// epochs, and taking its high watermark from the leader's. Its doc says
+// which crashes each flush policy survives. The leader's side of the wire
+// is the transport package's (a ReplicaBackend whose PartitionLeader is a
+// Leader).
+//
 // A Leader is a partition.Replication: with acks=all (the default) an
 // append waits until the high watermark passes it. Hook is what a broker
 // opens a replicated partition with: it forwards to the current Leader
@@ -45,10 +54,9 @@
 //
 // # Caveats
 //
-//   - The follower's side (reconciliation by epoch lineage, the
-//     follower's append that keeps the leader's offsets and epochs) is
-//     modelled in the simulator's in-memory log for now; the persistent
-//     epoch cache and follower append come with the log work.
+//   - The simulator models the follower's side on an in-memory log; the
+//     Follower runs it over the real log and the Kafka endpoint
+//     (replnet_test.go in the root package, two brokers on loopback).
 //   - partition.Replication's BeforeAppend does not see the append's
 //     acks, so the min.insync.replicas check applies to acks=1 appends
 //     too (stricter than Kafka).

@@ -46,6 +46,14 @@ var (
 	// since, possibly without its unsynced tail (KIP-903).
 	ErrStaleIncarnation = errs.New("replica: stale replica incarnation", kerr.StaleBrokerEpoch)
 
+	// ErrNotReplica refuses a fetch from a broker that is not one of the
+	// partition's replicas.
+	ErrNotReplica = errs.New("replica: not a replica of the partition", kerr.ReplicaNotAvailable)
+
+	// ErrFetchOutOfRange refuses a follower's fetch at an offset beyond
+	// the leader's log end (or below 0): the follower reconciles again.
+	ErrFetchOutOfRange = errs.New("replica: follower fetch offset out of range", kerr.OffsetOutOfRange)
+
 	// ErrUnknownPartition is returned by the metadata for a partition it
 	// does not know.
 	ErrUnknownPartition = errs.New("replica: unknown partition", kerr.UnknownTopicOrPartition)

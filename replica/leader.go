@@ -157,8 +157,10 @@ func (l *Leader) Fenced() bool {
 
 // Fetch is one follower fetch as the leader sees it.
 type Fetch struct {
-	Replica     int32
-	Incarnation int64 // the follower's broker epoch
+	Replica int32
+	// Incarnation is the follower's broker epoch; -1 when the fetch
+	// carries none (Fetch before v15): the last one seen counts.
+	Incarnation int64
 	// LeaderEpoch is the follower's current leader epoch (KIP-320).
 	LeaderEpoch int32
 	// Offset is the follower's log end: it holds everything below, in the
@@ -184,13 +186,22 @@ func (l *Leader) Fetched(ctx context.Context, f Fetch) (int64, error) {
 	fo, ok := l.followers[f.Replica]
 	if !ok {
 		l.mu.Unlock()
-		return -1, fmt.Errorf("replica: %s: %d is not a follower of leader %d", l.tp, f.Replica, l.id)
+		return -1, fmt.Errorf("%w: %s: %d is not a follower of leader %d", ErrNotReplica, l.tp, f.Replica, l.id)
 	}
 	now := l.opts.Now()
 	end := l.log.LogEndOffset()
-	if f.Offset > end {
+	if f.Offset > end || f.Offset < 0 {
 		l.mu.Unlock()
-		return -1, fmt.Errorf("replica: %s: follower %d fetches at %d beyond the leader's end %d", l.tp, f.Replica, f.Offset, end)
+		return -1, fmt.Errorf("%w: %s: follower %d fetches at %d, the leader's end is %d", ErrFetchOutOfRange, l.tp, f.Replica, f.Offset, end)
+	}
+	if f.Incarnation < 0 {
+		// Not sent (Fetch before v15): taken as the one it is in the ISR
+		// under, else the last one seen, so an older follower still
+		// replicates, without KIP-903's fence.
+		f.Incarnation = fo.incarnation
+		if i := slices.IndexFunc(l.state.ISR, func(m Member) bool { return m.ID == f.Replica }); i >= 0 {
+			f.Incarnation = l.state.ISR[i].Incarnation
+		}
 	}
 	if f.Incarnation < fo.incarnation {
 		// A fetch sent before the follower restarted, arriving late: the
@@ -233,6 +244,13 @@ func (l *Leader) Fetched(ctx context.Context, f Fetch) (int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.hw, nil
+}
+
+// FollowerFetched is Fetched with the fetch's fields as arguments: it makes
+// a Leader the transport.PartitionLeader that the Kafka endpoint reports a
+// follower's fetch to (the transport package does not import this one).
+func (l *Leader) FollowerFetched(ctx context.Context, replica int32, incarnation int64, leaderEpoch int32, offset int64) (int64, error) {
+	return l.Fetched(ctx, Fetch{Replica: replica, Incarnation: incarnation, LeaderEpoch: leaderEpoch, Offset: offset})
 }
 
 // Tick shrinks the ISR of followers that have not caught up within the

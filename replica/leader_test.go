@@ -552,3 +552,31 @@ func TestZombieFollower(t *testing.T) {
 		t.Fatalf("after reconciling: %v, ISR %+v", err, ld.State().ISR)
 	}
 }
+
+// TestFetchWithoutIncarnation: a fetch that carries no incarnation (-1,
+// Fetch before v15) counts under the one the follower is in the ISR under:
+// its position moves the high watermark and it stays in the ISR; one that
+// does carry an older incarnation is still refused. A fetch from a broker that is not a
+// replica, or beyond the leader's end, is refused with its Kafka code.
+func TestFetchWithoutIncarnation(t *testing.T) {
+	c := newClock()
+	l := &endLog{end: 10}
+	_, ld := cluster3(t, l, 2, c)
+	ctx := context.Background()
+	fetch(t, ld, 2, 10)
+	if hw, err := ld.FollowerFetched(ctx, 3, -1, ld.Epoch(), 10); err != nil || hw != 10 || !ld.State().InISR(3) {
+		t.Fatalf("fetch without an incarnation: hw %d, %v, ISR %+v; want 10 with 3", hw, err, ld.State().ISR)
+	}
+	if _, err := ld.FollowerFetched(ctx, 3, 3, ld.Epoch(), 10); err != nil || !ld.State().InISR(3) {
+		t.Fatalf("a fetch under the incarnation it was admitted with: %v, ISR %+v", err, ld.State().ISR)
+	}
+	if _, err := ld.FollowerFetched(ctx, 3, 2, ld.Epoch(), 10); !errors.Is(err, ErrStaleIncarnation) {
+		t.Fatalf("an older incarnation: %v, want ErrStaleIncarnation", err)
+	}
+	if _, err := ld.FollowerFetched(ctx, 4, 4, ld.Epoch(), 10); !errors.Is(err, ErrNotReplica) {
+		t.Fatalf("a fetch by a non-replica: %v, want ErrNotReplica", err)
+	}
+	if _, err := ld.FollowerFetched(ctx, 2, 2, ld.Epoch(), 11); !errors.Is(err, ErrFetchOutOfRange) {
+		t.Fatalf("a fetch beyond the end: %v, want ErrFetchOutOfRange", err)
+	}
+}

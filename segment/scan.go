@@ -92,7 +92,15 @@ func (sc *scanner) fill(pos int64) error {
 	if sc.bp == nil {
 		sc.bp = windowPool.Get().(*[]byte)
 	}
-	buf := (*sc.bp)[:min(int64(scanWindow), sc.limit-pos)]
+	want := min(int64(scanWindow), sc.limit-pos)
+	if sc.win != nil && pos-sc.off >= 2*scanWindow {
+		// The scan jumped more than a window since the last fill: batches
+		// are larger than the window (16 KiB and up, as producers batch),
+		// so a window would hold this one header and nothing else. Read
+		// just the header; the next short jump reads a window again.
+		want = min(want, record.HeaderSize)
+	}
+	buf := (*sc.bp)[:want]
 	n, err := sc.r.ReadAt(buf, pos)
 	if n < record.HeaderSize {
 		sc.win = nil

@@ -14,14 +14,18 @@ import (
 )
 
 // Produce v3..v13 (RecordBatch v2 only, as Kafka 4; v13 names topics by
-// id). Each partition's batches go through partition.AppendBatch, which
+// id), advertised from v0 as Kafka 4 does, for librdkafka's compression
+// check (advertiseFrom); a request below v3 closes its connection. Each partition's batches go through partition.AppendBatch, which
 // applies the topic's rules (max.message.bytes, compression, timestamp
 // type, idempotence) and returns once the append is acknowledged under
 // the topic's flush policy: acks 1 and -1 (all) are the same until
 // replication exists; acks 0 gets no response. The partitions of one
 // request are appended concurrently, so their fsyncs overlap. A
 // transactional produce is refused (transactions are not served).
-func init() { register(kmsg.Produce.Int16(), 3, 13, handleProduce) }
+func init() {
+	register(kmsg.Produce.Int16(), 3, 13, handleProduce)
+	advertiseFrom(kmsg.Produce.Int16(), 0)
+}
 
 func handleProduce(ctx context.Context, rc *reqCtx, kreq kmsg.Request) (response, error) {
 	req := kreq.(*kmsg.ProduceRequest)

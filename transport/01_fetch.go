@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/foliolog/folio/errs"
@@ -36,8 +37,18 @@ import (
 //     session id 0 ("no session"), so clients send full fetches; a request
 //     naming a session gets FETCH_SESSION_ID_NOT_FOUND, which makes them
 //     start over without one.
-//   - A follower's fetch (replica id >= 0) is served as a consumer's until
-//     replication exists.
+//   - A follower's fetch (replica id >= 0: ReplicaID, or ReplicaState.ID
+//     from v15) on a Backend that is a ReplicaBackend is served as a
+//     Kafka leader serves it (see followerFetch): reads stop at the log
+//     end, not the high watermark, and a parked fetch wakes on an append;
+//     each partition's current leader epoch is checked, its last fetched
+//     epoch (v12+, KIP-320) is checked against the leader's epoch cache
+//     and a DivergingEpoch answered when the follower's tail is not in
+//     the leader's lineage; otherwise the fetch offset is reported to the
+//     partition's leader (its follower's log end), and the high watermark
+//     is the leader's. A broker that does not lead the partition answers
+//     NOT_LEADER_OR_FOLLOWER. On a Backend without replication a
+//     follower's fetch is served as a consumer's.
 func init() { register(kmsg.Fetch.Int16(), 4, 16, handleFetch) }
 
 // fetchResp is a built fetch response waiting to be written.
@@ -84,6 +95,18 @@ type fetchTarget struct {
 	ti, pi int // index in the request
 	p      *partition.Partition
 	err    error
+	// diverging is set for a follower whose last fetched epoch is not in
+	// the leader's lineage: the partition is answered with it and no
+	// records.
+	diverging *divergingEpoch
+}
+
+// divergingEpoch is a Fetch response's DivergingEpoch (v12+): the largest
+// epoch of the leader's lineage not above the follower's last fetched one
+// and where it ends in the leader's log.
+type divergingEpoch struct {
+	epoch int32
+	end   int64
 }
 
 func handleFetch(ctx context.Context, rc *reqCtx, kreq kmsg.Request) (response, error) {
@@ -114,6 +137,27 @@ func handleFetch(ctx context.Context, rc *reqCtx, kreq kmsg.Request) (response, 
 			targets = append(targets, tg)
 		}
 	}
+	follower := false
+	if rb, ok := s.b.(ReplicaBackend); ok {
+		replica, incarnation := req.ReplicaID, int64(-1)
+		if req.Version >= 15 {
+			replica, incarnation = req.ReplicaState.ID, req.ReplicaState.Epoch
+		}
+		if follower = replica >= 0; follower {
+			for i := range targets {
+				tg := &targets[i]
+				if tg.err == nil {
+					fp := &req.Topics[tg.ti].Partitions[tg.pi]
+					tg.diverging, tg.err = followerFetch(ctx, rb, tg.p, req.Version, replica, incarnation, fp)
+					if tg.err != nil && errs.Kafka(tg.err) == nil {
+						// A refusal without a Kafka code must not read as
+						// success (code 0).
+						tg.err = fmt.Errorf("%w: %w", kerr.UnknownServerError, tg.err)
+					}
+				}
+			}
+		}
+	}
 	maxWait := time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond
 	deadline := time.NewTimer(maxWait)
 	defer deadline.Stop()
@@ -126,12 +170,18 @@ func handleFetch(ctx context.Context, rc *reqCtx, kreq kmsg.Request) (response, 
 	}
 	cancels := make([]func(), 0, len(targets))
 	for {
-		resp, failed := s.readFetch(req, names, targets)
+		resp, failed := s.readFetch(req, names, targets, follower)
 		if failed || resp.bytes() >= int64(req.MinBytes) || maxWait == 0 {
+			if !follower {
+				countDelivered(req, resp, targets)
+			}
 			return resp, nil
 		}
 		select {
 		case <-deadline.C:
+			if !follower {
+				countDelivered(req, resp, targets)
+			}
 			return resp, nil
 		default:
 		}
@@ -141,8 +191,12 @@ func handleFetch(ctx context.Context, rc *reqCtx, kreq kmsg.Request) (response, 
 		// few bytes for MinBytes waits for more, not for what it has).
 		for _, tg := range targets {
 			fp := &req.Topics[tg.ti].Partitions[tg.pi]
-			seen := resp.topics[tg.ti].parts[tg.pi].hw
-			cancels = append(cancels, tg.p.WaitFunc(max(fp.FetchOffset, seen), notify))
+			seen := resp.topics[tg.ti].parts[tg.pi].seen
+			if follower {
+				cancels = append(cancels, tg.p.WaitEndFunc(max(fp.FetchOffset, seen), notify))
+			} else {
+				cancels = append(cancels, tg.p.WaitFunc(max(fp.FetchOffset, seen), notify))
+			}
 		}
 		if fn := s.onPark.Load(); fn != nil {
 			(*fn)()
@@ -162,15 +216,19 @@ func handleFetch(ctx context.Context, rc *reqCtx, kreq kmsg.Request) (response, 
 		}
 		cancels = cancels[:0]
 		if stop {
-			resp, _ := s.readFetch(req, names, targets)
+			resp, _ := s.readFetch(req, names, targets, follower)
+			if !follower {
+				countDelivered(req, resp, targets)
+			}
 			return resp, nil
 		}
 	}
 }
 
-// readFetch reads every partition of a fetch once. failed reports a
-// partition error, which answers the fetch at once.
-func (s *Server) readFetch(req *kmsg.FetchRequest, names []string, targets []fetchTarget) (*fetchResp, bool) {
+// readFetch reads every partition of a fetch once, a follower's up to the
+// log end. failed reports a partition error or a diverging epoch, which
+// answers the fetch at once.
+func (s *Server) readFetch(req *kmsg.FetchRequest, names []string, targets []fetchTarget, follower bool) (*fetchResp, bool) {
 	resp := &fetchResp{version: req.Version, topics: make([]fetchTopic, len(req.Topics))}
 	for ti, t := range req.Topics {
 		resp.topics[ti] = fetchTopic{name: names[ti], id: t.TopicID, parts: make([]fetchPart, len(t.Partitions))}
@@ -194,11 +252,20 @@ func (s *Server) readFetch(req *kmsg.FetchRequest, names []string, targets []fet
 		p := tg.p
 		out.hw = p.HighWatermark()
 		out.lso, out.start = out.hw, p.LogStartOffset()
+		out.seen = out.hw
+		bound := log.BoundHighWatermark
+		if follower {
+			out.seen, bound = p.LogEndOffset(), log.BoundLogEnd
+		}
+		if tg.diverging != nil {
+			out.diverging, failed = tg.diverging, true
+			continue
+		}
 		limit := min(int64(fp.PartitionMaxBytes), budget-total)
 		if limit <= 0 && total > 0 {
 			continue
 		}
-		v, err := p.Read(fp.FetchOffset, int(max(limit, 1)), log.BoundHighWatermark)
+		v, err := p.Read(fp.FetchOffset, int(max(limit, 1)), bound)
 		switch {
 		case errors.Is(err, log.ErrNoData):
 			continue
@@ -217,4 +284,43 @@ func (s *Server) readFetch(req *kmsg.FetchRequest, names []string, targets []fet
 		total += int64(v.Len())
 	}
 	return resp, failed
+}
+
+// followerFetch checks one partition of a follower's fetch, as a Kafka
+// leader does before it reads: the broker must lead the partition (else
+// NOT_LEADER_OR_FOLLOWER), in the follower's current leader epoch (-1
+// skips the check; else FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH); a
+// last fetched epoch (v12+) whose end in the leader's lineage is below the
+// fetch offset, or that the leader's lineage lacks, is a divergence: the
+// partition is answered with DivergingEpoch and the fetch does not count as
+// the follower's position. A last fetched epoch above the leader's own
+// diverges at the leader's log end, in the leader's epoch. Otherwise the fetch offset is reported to the
+// leader as the follower's log end.
+func followerFetch(ctx context.Context, rb ReplicaBackend, p *partition.Partition, version int16, replica int32, incarnation int64, fp *kmsg.FetchRequestTopicPartition) (*divergingEpoch, error) {
+	ld, err := rb.PartitionLeader(p.Topic(), p.Index())
+	if err != nil {
+		return nil, err
+	}
+	epoch := fp.CurrentLeaderEpoch
+	if epoch < 0 {
+		epoch = ld.Epoch()
+	} else if err := ld.CheckEpoch(epoch); err != nil {
+		return nil, err
+	}
+	if version >= 12 && fp.LastFetchedEpoch >= 0 {
+		ep, end := leaderEndOffsetForEpoch(p, fp.LastFetchedEpoch)
+		if current := p.LeaderEpoch(); fp.LastFetchedEpoch > current {
+			// A tail of an epoch above the leader's (a zombie's): the
+			// leader's lineage ends with its own epoch at its log end
+			// (Kafka would answer -1, which reads as no divergence).
+			ep, end = current, p.LogEndOffset()
+		}
+		if ep < fp.LastFetchedEpoch || end < fp.FetchOffset {
+			return &divergingEpoch{epoch: ep, end: end}, nil
+		}
+	}
+	if _, err := ld.FollowerFetched(ctx, replica, incarnation, epoch, fp.FetchOffset); err != nil {
+		return nil, err
+	}
+	return nil, nil
 }

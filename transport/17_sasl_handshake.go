@@ -8,12 +8,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// SaslHandshake v1 (v0's unframed tokens are not served): picks the
-// mechanism of the SaslAuthenticate exchange that follows. Without
-// Options.SASL every mechanism is UNSUPPORTED_SASL_MECHANISM. Handled on
-// the connection's reader, before the next request is read, as the SASL
-// exchange is a sequence.
-func init() { register(kmsg.SASLHandshake.Int16(), 1, 1, handleSASLHandshake) }
+// SaslHandshake v0..v1: picks the mechanism of the exchange that follows,
+// in SaslAuthenticate requests after v1, and after v0 in unframed tokens
+// (a length and the token's bytes each way, conn.saslToken), which
+// kafka-python 2.0 sends and whose listing librdkafka before the fix of
+// its issue 4983 requires for any SASL login. Without Options.SASL every
+// mechanism is UNSUPPORTED_SASL_MECHANISM. Handled on the connection's
+// reader, before the next request is read, as the SASL exchange is a
+// sequence.
+func init() { register(kmsg.SASLHandshake.Int16(), 0, 1, handleSASLHandshake) }
 
 func handleSASLHandshake(_ context.Context, rc *reqCtx, kreq kmsg.Request) (response, error) {
 	req := kreq.(*kmsg.SASLHandshakeRequest)
@@ -31,6 +34,7 @@ func handleSASLHandshake(_ context.Context, rc *reqCtx, kreq kmsg.Request) (resp
 		resp.SupportedMechanisms = sasl.mechanisms()
 	default:
 		c.mech, c.scram = req.Mechanism, nil
+		c.rawSASL = req.Version == 0
 		resp.SupportedMechanisms = sasl.mechanisms()
 	}
 	return kmsgResp{resp}, nil

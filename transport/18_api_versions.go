@@ -8,7 +8,8 @@ import (
 )
 
 // ApiVersions v0..v4 (flexible from v3). The answer lists exactly the APIs
-// registered in this package, with their version ranges. A version the
+// registered in this package, with their version ranges (Produce's from
+// v0, as Kafka 4's: see advertiseFrom). A version the
 // server does not serve is answered in v0 with UNSUPPORTED_VERSION and the
 // list (conn.decode), as Kafka does, so a client newer than the server
 // retries with a version both know.
@@ -26,7 +27,7 @@ func apiVersionsResponse(version int16, code int16) *kmsg.ApiVersionsResponse {
 	resp.ErrorCode = code
 	for _, a := range registered() {
 		k := kmsg.NewApiVersionsResponseApiKey()
-		k.ApiKey, k.MinVersion, k.MaxVersion = a.key, a.min, a.max
+		k.ApiKey, k.MinVersion, k.MaxVersion = a.key, a.advMin, a.max
 		resp.ApiKeys = append(resp.ApiKeys, k)
 	}
 	return resp

@@ -5,6 +5,7 @@ import (
 
 	"github.com/foliolog/folio/errs"
 	"github.com/foliolog/folio/log"
+	"github.com/foliolog/folio/partition"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -39,10 +40,8 @@ func handleOffsetForLeaderEpoch(_ context.Context, rc *reqCtx, kreq kmsg.Request
 					err = kerr.FencedLeaderEpoch
 				case rp.CurrentLeaderEpoch > current:
 					err = kerr.UnknownLeaderEpoch
-				case rp.LeaderEpoch == current:
-					out.LeaderEpoch, out.EndOffset = current, p.LogEndOffset()
 				default:
-					out.LeaderEpoch, out.EndOffset = p.EndOffsetForEpoch(rp.LeaderEpoch)
+					out.LeaderEpoch, out.EndOffset = leaderEndOffsetForEpoch(p, rp.LeaderEpoch)
 				}
 			}
 			if out.LeaderEpoch == log.UndefinedEpoch {
@@ -54,4 +53,20 @@ func handleOffsetForLeaderEpoch(_ context.Context, rc *reqCtx, kreq kmsg.Request
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return kmsgResp{resp}, nil
+}
+
+// leaderEndOffsetForEpoch is the partition's answer to "where does epoch
+// end in your lineage": the largest epoch of its cache not above epoch and
+// its end offset, the log end for the current epoch (also before it has
+// records: a Kafka leader puts its epoch in the cache when elected), and
+// (log.UndefinedEpoch, log.UndefinedOffset) when the cache holds none.
+func leaderEndOffsetForEpoch(p *partition.Partition, epoch int32) (int32, int64) {
+	if current := p.LeaderEpoch(); epoch == current {
+		return current, p.LogEndOffset()
+	}
+	ep, end := p.EndOffsetForEpoch(epoch)
+	if ep == log.UndefinedEpoch {
+		end = log.UndefinedOffset
+	}
+	return ep, end
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // DescribeConfigs v1..v4: a topic's configuration in Kafka's names and
-// units with sources (TOPIC_CONFIG for a value set on the topic,
+// units with sources (DYNAMIC_TOPIC_CONFIG for a value set on the topic,
 // DEFAULT_CONFIG for a default), and the broker's (resource type 4, named
 // by its node id) for the server options Kafka clients look at.
 func init() { register(kmsg.DescribeConfigs.Int16(), 1, 4, handleDescribeConfigs) }

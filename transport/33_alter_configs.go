@@ -10,11 +10,9 @@ import (
 )
 
 // AlterConfigs v0..v2: Kafka's whole-config replacement. The keys a
-// resource names are set and every other key goes back to its default, so
-// a topic whose non-default settings cannot change live (flush, read.path,
-// cleanup.policy, ...) must name them with their current values, as
-// Kafka's tools do after a DescribeConfigs; otherwise the request is
-// INVALID_CONFIG and nothing changes.
+// resource names are set and every other key goes back to its default
+// (as in Kafka, whose tools send the current values of the keys they keep
+// after a DescribeConfigs); the open partitions apply the result live.
 func init() { register(kmsg.AlterConfigs.Int16(), 0, 2, handleAlterConfigs) }
 
 func handleAlterConfigs(_ context.Context, rc *reqCtx, kreq kmsg.Request) (response, error) {

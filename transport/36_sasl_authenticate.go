@@ -11,7 +11,8 @@ import (
 
 // SaslAuthenticate v0..v2: the tokens of the mechanism SaslHandshake
 // chose. PLAIN is one message ("authzid NUL user NUL password"); SCRAM is
-// RFC 5802's two round trips (xdg-go/scram). A failed login answers
+// RFC 5802's two round trips (xdg-go/scram, but for librdkafka's final
+// message: scram_librdkafka.go). A failed login answers
 // SASL_AUTHENTICATION_FAILED and closes the connection, as Kafka does.
 func init() { register(kmsg.SASLAuthenticate.Int16(), 0, 2, handleSASLAuthenticate) }
 
@@ -38,18 +39,32 @@ func handleSASLAuthenticate(_ context.Context, rc *reqCtx, kreq kmsg.Request) (r
 		cn.authed, cn.user = true, string(parts[1])
 		return kmsgResp{resp}, nil
 	}
+	msg := string(req.SASLAuthBytes)
 	if cn.scram == nil {
 		srv, err := cfg.scramServer(cn.mech)
 		if err != nil {
 			return fail(kerr.UnsupportedSaslMechanism, err.Error())
 		}
 		cn.scram = srv.NewConversation()
+		cn.scramFirst, cn.scramServerFirst = msg, ""
+	} else if doubledNonce(cn.scramFirst, cn.scramServerFirst, msg) {
+		// librdkafka's final message (scram_librdkafka.go).
+		user, out, err := cfg.scramFinalDoubledNonce(cn.mech, cn.scramFirst, cn.scramServerFirst, msg)
+		if err != nil {
+			return fail(kerr.SaslAuthenticationFailed, fmt.Sprintf("transport: authentication failed: %v", err))
+		}
+		resp.SASLAuthBytes = []byte(out)
+		cn.authed, cn.user = true, user
+		return kmsgResp{resp}, nil
 	}
-	out, err := cn.scram.Step(string(req.SASLAuthBytes))
+	out, err := cn.scram.Step(msg)
 	if err != nil {
 		return fail(kerr.SaslAuthenticationFailed, fmt.Sprintf("transport: authentication failed: %v", err))
 	}
 	resp.SASLAuthBytes = []byte(out)
+	if cn.scramServerFirst == "" {
+		cn.scramServerFirst = out
+	}
 	if cn.scram.Done() {
 		if !cn.scram.Valid() {
 			return fail(kerr.SaslAuthenticationFailed, "transport: authentication failed")

@@ -90,10 +90,12 @@ func TestAlterTopicConfigs(t *testing.T) {
 	check(rs, err, map[string]error{"missing": kerr.UnknownTopicOrPartition})
 	rs, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "no.such.key", Value: ptr("1")}}, "b")
 	check(rs, err, map[string]error{"b": kerr.InvalidConfig})
-	rs, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "cleanup.policy", Value: ptr("compact")}}, "b")
+	rs, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "cleanup.policy", Value: ptr("bogus")}}, "b")
 	check(rs, err, map[string]error{"b": kerr.InvalidConfig})
-	rs, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.AppendConfig, Name: "cleanup.policy", Value: ptr("compact")}}, "b")
+	rs, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.AppendConfig, Name: "retention.ms", Value: ptr("1")}}, "b")
 	check(rs, err, map[string]error{"b": kerr.InvalidConfig})
+	rs, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SubtractConfig, Name: "cleanup.policy", Value: ptr("delete")}}, "b")
+	check(rs, err, map[string]error{"b": kerr.InvalidConfig}) // leaves no policy
 
 	got := describe("a")
 	for k, v := range map[string]string{"max.message.bytes": "1000", "retention.ms": "3600000"} {
@@ -107,12 +109,64 @@ func TestAlterTopicConfigs(t *testing.T) {
 	if c := describe("b")["cleanup.policy"]; c.MaybeValue() != "delete" {
 		t.Errorf("a refused alter changed b's cleanup.policy to %q", c.MaybeValue())
 	}
+	// cleanup.policy is a list: APPEND and SUBTRACT edit it, live.
+	for _, step := range []struct {
+		op        kadm.IncrementalOp
+		value     string
+		want      string
+		compacted bool
+	}{
+		{kadm.AppendConfig, "compact", "compact,delete", true},
+		{kadm.SubtractConfig, "delete", "compact", true},
+		{kadm.SetConfig, "delete", "delete", false},
+	} {
+		rs, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: step.op, Name: "cleanup.policy", Value: ptr(step.value)}}, "b")
+		check(rs, err, nil)
+		if c := describe("b")["cleanup.policy"]; c.MaybeValue() != step.want {
+			t.Errorf("cleanup.policy after %v %s: %q, want %q", step.op, step.value, c.MaybeValue(), step.want)
+		}
+		// A compacted topic refuses keyless records (CORRUPT_MESSAGE).
+		err := cl.ProduceSync(ctx, &kgo.Record{Topic: "b", Value: []byte("keyless")}).FirstErr()
+		if step.compacted != (err != nil) {
+			t.Errorf("keyless record with cleanup.policy=%s: %v", step.want, err)
+		}
+	}
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "a", Value: big}).FirstErr(); !errors.Is(err, kerr.MessageTooLarge) {
 		t.Fatalf("a 5000-byte record after max.message.bytes=1000: %v, want MESSAGE_TOO_LARGE", err)
 	}
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "a", Value: []byte("small")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
+
+	// Kafka's flush.messages and flush.ms set Folio's flush policy.
+	for _, step := range []struct {
+		op           kadm.IncrementalOp
+		key, value   string
+		flush        string
+		msgs, millis string
+	}{
+		{kadm.SetConfig, "flush.ms", "1000", "interval:1s", "9223372036854775807", "1000"},
+		{kadm.SetConfig, "flush.messages", "9223372036854775807", "interval:1s", "9223372036854775807", "1000"},
+		{kadm.SetConfig, "flush.messages", "5", "every:5", "5", "9223372036854775807"},
+		{kadm.SetConfig, "flush.messages", "9223372036854775807", "none", "9223372036854775807", "9223372036854775807"},
+		{kadm.SetConfig, "flush.messages", "1", "sync", "1", "9223372036854775807"},
+		{kadm.SetConfig, "flush.ms", "250", "interval:250ms", "9223372036854775807", "250"},
+		{kadm.DeleteConfig, "flush", "", "sync", "1", "9223372036854775807"},
+	} {
+		var v *string
+		if step.op == kadm.SetConfig {
+			v = ptr(step.value)
+		}
+		rs, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: step.op, Name: step.key, Value: v}}, "a")
+		check(rs, err, nil)
+		got := describe("a")
+		fc, mc, msc := got["flush"], got["flush.messages"], got["flush.ms"]
+		if f, m, ms := fc.MaybeValue(), mc.MaybeValue(), msc.MaybeValue(); f != step.flush || m != step.msgs || ms != step.millis {
+			t.Errorf("after %v %s=%s: flush %q flush.messages %q flush.ms %q, want %q %q %q", step.op, step.key, step.value, f, m, ms, step.flush, step.msgs, step.millis)
+		}
+	}
+	rs, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "flush.messages", Value: ptr("0")}}, "a")
+	check(rs, err, map[string]error{"a": kerr.InvalidConfig})
 
 	// DELETE goes back to the default.
 	rs, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.DeleteConfig, Name: "retention.ms"}}, "a")

@@ -12,6 +12,7 @@ import (
 	"os"
 	"runtime/debug"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -39,11 +40,15 @@ type conn struct {
 
 	// SASL state, touched only by the reader goroutine (the SASL
 	// requests are handled inline, in order).
-	authed     bool
-	mech       string
-	user       string
-	scram      *scram.ServerConversation
-	closeAfter bool // a failed login: close once its answer is written
+	authed bool
+	mech   string
+	user   string
+	scram  *scram.ServerConversation
+	// scramFirst and scramServerFirst are the SCRAM exchange's first two
+	// messages, for librdkafka's final message (scram_librdkafka.go).
+	scramFirst, scramServerFirst string
+	closeAfter                   bool // a failed login: close once its answer is written
+	rawSASL                      bool // after a SaslHandshake v0: the next frames are bare SASL tokens
 
 	// lastProduce is closed when the connection's latest Produce request
 	// is done (reader goroutine only). Produce requests of one connection
@@ -139,7 +144,7 @@ func (c *conn) readLoop() error {
 				return fmt.Errorf("idle for %v", c.s.opts.IdleTimeout)
 			case n == 0 && errors.Is(err, io.EOF):
 				return nil
-			case errors.Is(err, net.ErrClosed):
+			case errors.Is(err, net.ErrClosed), clientGone(err):
 				return nil
 			}
 			return fmt.Errorf("reading a frame length: %w", err)
@@ -155,6 +160,20 @@ func (c *conn) readLoop() error {
 				return nil
 			}
 			return fmt.Errorf("reading a %d-byte frame: %w", size, err)
+		}
+		if c.rawSASL {
+			sl := c.saslToken(frame)
+			select {
+			case c.sem <- struct{}{}:
+			case <-c.ctx.Done():
+				return nil
+			}
+			c.queue <- sl
+			close(sl.done)
+			if c.closeAfter {
+				return nil // logged by the handler; a v0 login that fails gets no answer
+			}
+			continue
 		}
 		sl, req, a, err := c.decode(frame)
 		if err != nil {
@@ -207,6 +226,9 @@ func (c *conn) decode(frame []byte) (*slot, kmsg.Request, *api, error) {
 		return nil, nil, nil, err
 	}
 	sl := &slot{h: h, done: make(chan struct{})}
+	if c.log.Enabled(c.ctx, slog.LevelDebug) {
+		c.log.Debug("transport: request", "api", kmsg.NameForKey(h.key), "key", h.key, "version", h.version, "client", h.clientID)
+	}
 	a, ok := lookupAPI(h.key, h.version)
 	if a == nil {
 		return nil, nil, nil, fmt.Errorf("%w: unknown API key %d (version %d)", ErrMalformed, h.key, h.version)
@@ -266,7 +288,11 @@ func (c *conn) writeLoop() {
 			if !dead {
 				c.nc.SetWriteDeadline(time.Now().Add(c.s.opts.WriteTimeout))
 				if err := sl.resp.writeTo(rw, &sl.h); err != nil {
-					if !errors.Is(err, net.ErrClosed) {
+					switch {
+					case errors.Is(err, net.ErrClosed):
+					case clientGone(err):
+						c.log.Debug("transport: client gone before its response", "api", kmsg.NameForKey(sl.h.key), "err", err)
+					default:
 						c.log.Warn("transport: writing a response; closing connection", "api", kmsg.NameForKey(sl.h.key), "err", err)
 					}
 					dead = true
@@ -280,6 +306,47 @@ func (c *conn) writeLoop() {
 		}
 		<-c.sem
 	}
+}
+
+// saslToken handles a bare SASL token, which follows a SaslHandshake v0
+// in place of SaslAuthenticate requests: the same exchange, each answer a
+// bare token too (an empty one for PLAIN). A failed login is answered by
+// closing the connection, as Kafka does for v0, which has no error field.
+func (c *conn) saslToken(token []byte) *slot {
+	sl := &slot{h: reqHeader{key: kmsg.SASLAuthenticate.Int16()}, done: make(chan struct{})}
+	req := kmsg.NewPtrSASLAuthenticateRequest()
+	req.SASLAuthBytes = token
+	r, _ := handleSASLAuthenticate(c.ctx, &reqCtx{s: c.s, c: c, hdr: &sl.h}, req)
+	if c.closeAfter {
+		return sl
+	}
+	sl.resp = rawResp(r.(kmsgResp).r.(*kmsg.SASLAuthenticateResponse).SASLAuthBytes)
+	if c.authed {
+		c.rawSASL = false
+	}
+	return sl
+}
+
+// rawResp is a bare SASL token answer: a length and the bytes, no header.
+type rawResp []byte
+
+func (r rawResp) writeTo(w *respWriter, _ *reqHeader) error {
+	if _, err := w.bw.Write(binary.BigEndian.AppendUint32(nil, uint32(len(r)))); err != nil {
+		return err
+	}
+	if _, err := w.bw.Write(r); err != nil {
+		return err
+	}
+	return w.bw.Flush()
+}
+
+func (rawResp) release() {}
+
+// clientGone reports whether err says the client closed its end (a
+// reset, a broken pipe): a client that exits with requests in flight
+// (kcat -e does) is no server problem to warn about.
+func clientGone(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // response is a response ready to be written.

@@ -41,7 +41,11 @@
 // certificates); record bytes are then copied, as sendfile cannot encrypt.
 // Options.SASL requires PLAIN or SCRAM-SHA-256/512 logins against stored
 // SCRAM credentials (NewCredential, LoadCredentials: salted keys, never
-// passwords) before anything but ApiVersions and the SASL requests.
+// passwords) before anything but ApiVersions and the SASL requests. The
+// tokens come in SaslAuthenticate requests after a SaslHandshake v1, or
+// bare after a v0 (kafka-python 2.0); librdkafka's SCRAM final message,
+// which repeats its client nonce before the combined nonce, is accepted
+// as Kafka accepts it, its proof checked (scram_librdkafka.go).
 //
 // # Fetch
 //
@@ -51,11 +55,62 @@
 // Fetch sessions (KIP-227) are not kept: every answer carries session id 0,
 // which Kafka's clients take as "no session" and send full fetches.
 //
+// # Clients tested
+//
+// The project's tests drive these clients against a real endpoint
+// (kafkatest.New); for each, the API versions its requests used, as the
+// server's debug log records them (Options.Logger):
+//
+//   - franz-go v1.22 (kgo, kadm) and segmentio/kafka-go v0.4: every codec
+//     and idempotence, consumers from the start, the end and a time,
+//     groups, DeleteRecords, topic admin, TLS, SASL (transport's tests).
+//     kgo sends the highest version listed: ApiVersions v5 (answered
+//     UNSUPPORTED_VERSION, then v4), Metadata v12, Produce v13,
+//     InitProducerId v4, Fetch v16, ListOffsets v8, FindCoordinator v5,
+//     JoinGroup v9, SyncGroup v5, LeaveGroup v5, OffsetCommit v9,
+//     OffsetFetch v9, DescribeGroups v5, CreateTopics v7. kafka-go:
+//     ApiVersions v0, Metadata v6 and v8, Produce v8, Fetch v10,
+//     ListOffsets v1, FindCoordinator v0, JoinGroup v2, SyncGroup v0,
+//     LeaveGroup v0, OffsetCommit v2, OffsetFetch v1.
+//   - librdkafka 2.0.2 through kcat 1.7.1 (Debian 12), which is what its
+//     bindings (confluent-kafka-python, -go, -dotnet) speak: ApiVersions
+//     v3, Metadata v4, Produce v7, InitProducerId v4, Fetch v11,
+//     ListOffsets v2, FindCoordinator v2, JoinGroup v5, SyncGroup v3,
+//     Heartbeat v3, LeaveGroup v1, OffsetCommit v7, OffsetFetch v7. It
+//     compresses with gzip, snappy or lz4 only if Produce v0 is listed,
+//     so Produce is listed from v0 and served from v3, as Kafka 4 does
+//     (KAFKA-18659); a request below v3 closes its connection. Its SASL
+//     logins (SaslHandshake v1, SaslAuthenticate v0) need SaslHandshake
+//     v0 listed, and its SCRAM final message repeats its nonce: both
+//     served.
+//   - kafka-python 2.0.2 (Debian 12): ApiVersions v0, Metadata v0, v1 and
+//     v5, Produce v7, Fetch v4, ListOffsets v1, FindCoordinator v0,
+//     JoinGroup v2, SyncGroup v1, LeaveGroup v1, OffsetCommit v2,
+//     OffsetFetch v1, CreateTopics v3; its SASL logins use SaslHandshake
+//     v0 and bare tokens.
+//   - kafkajs 2.2.4: ApiVersions v2, Metadata v6, Produce v7,
+//     InitProducerId v1, Fetch v11, ListOffsets v3, FindCoordinator v2,
+//     JoinGroup v5, SyncGroup v3, LeaveGroup v3, OffsetCommit v5,
+//     OffsetFetch v4, DescribeGroups v2, ListGroups v2, CreateTopics v3,
+//     DeleteTopics v1, CreatePartitions v1, DescribeConfigs v2;
+//     SaslHandshake v1, SaslAuthenticate v1.
+//
+// Each of these three logs in with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512
+// in the tests, and is refused with a wrong password, and produces and
+// consumes over TLS, verifying the server's certificate.
+//
+// The Java client is not tested: no registry this project's machines
+// reach serves the kafka-clients jar. Like kgo it sends the highest
+// version both sides list, so the kgo tests exercise the versions it
+// would pick, but not its use of them.
+//
 // # Caveats
 //
-//   - One broker: every partition is led by Options.NodeID at leader epoch
-//     0; Metadata's brokers list and Fetch's replica id leave room for
-//     replication.
+//   - One broker in Metadata: every partition is led by Options.NodeID at
+//     leader epoch 0. Followers' fetches (replica id >= 0) are served as a
+//     Kafka leader serves them when the Backend is a ReplicaBackend (see
+//     01_fetch.go); Metadata with real leaders comes with the wiring of
+//     replication into the root.
 //   - Transactions are not served: a transactional producer gets
 //     TRANSACTIONAL_ID_AUTHORIZATION_FAILED from InitProducerId, a fatal
 //     error in Kafka's clients, rather than a hang.

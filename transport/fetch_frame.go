@@ -34,7 +34,9 @@ import (
 //	          them, written by the partition's read path (positional sendfile
 //	          into a TCP socket, one write from the mapping for mmap, a copy
 //	          under TLS)
-//	    (v12+) tagged fields: uvarint 0
+//	    (v12+) tagged fields: uvarint 0, or for a follower whose tail
+//	          diverged 1, then tag 0 (DivergingEpoch): uvarint 0, uvarint
+//	          13, int32 epoch, int64 end_offset, uvarint 0
 //	  (v12+) tagged fields: uvarint 0
 //	(v12+) tagged fields: uvarint 0
 //
@@ -61,6 +63,11 @@ type fetchPart struct {
 	hw, lso, start int64
 	aborted        bool // read_committed: an empty aborted-transactions list, not null
 	records        recordSet
+	// diverging is the DivergingEpoch tagged field (v12+), nil for none.
+	diverging *divergingEpoch
+	// seen is the offset a parked fetch waits to pass (not encoded): the
+	// high watermark for a consumer, the log end for a follower.
+	seen int64
 }
 
 // fetchTopic is one topic of a fetch response.
@@ -142,7 +149,7 @@ func buildFetchFrame(version int16, corr int32, errCode int16, sessionID int32, 
 				buf = make([]byte, 0, 128)
 			}
 			if flex {
-				buf = append(buf, 0)
+				buf = appendPartitionTags(buf, p)
 			}
 		}
 		if flex {
@@ -157,6 +164,19 @@ func buildFetchFrame(version int16, corr int32, errCode int16, sessionID int32, 
 	f.size += int64(len(buf)) - 4
 	binary.BigEndian.PutUint32(f.chunks[0], uint32(f.size))
 	return f
+}
+
+// appendPartitionTags appends a partition's tagged fields (v12+): none, or
+// DivergingEpoch (tag 0: int32 epoch, int64 end offset, its own empty
+// tagged fields).
+func appendPartitionTags(buf []byte, p *fetchPart) []byte {
+	if p.diverging == nil {
+		return append(buf, 0)
+	}
+	buf = append(buf, 1, 0, 4+8+1) // one field, tag 0, its size
+	buf = binary.BigEndian.AppendUint32(buf, uint32(p.diverging.epoch))
+	buf = binary.BigEndian.AppendUint64(buf, uint64(p.diverging.end))
+	return append(buf, 0)
 }
 
 func appendArrayLen(buf []byte, flex bool, n int) []byte {

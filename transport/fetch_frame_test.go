@@ -50,6 +50,9 @@ func randomFetch(seed uint64) (int16, []fetchTopic) {
 				}
 				p.records = bytesSet(rec)
 			}
+			if r.IntN(3) == 0 {
+				p.diverging = &divergingEpoch{epoch: r.Int32(), end: r.Int64()}
+			}
 		}
 	}
 	return version, topics
@@ -109,6 +112,13 @@ func checkFetchFrame(t *testing.T, version int16, corr int32, errCode int16, top
 			}
 			if version >= 11 && rp.PreferredReadReplica != -1 {
 				t.Fatalf("preferred read replica %d", rp.PreferredReadReplica)
+			}
+			wantDiv := divergingEpoch{epoch: -1, end: -1} // kmsg's defaults: none
+			if wp.diverging != nil && version >= 12 {
+				wantDiv = *wp.diverging
+			}
+			if got := (divergingEpoch{rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset}); got != wantDiv {
+				t.Fatalf("v%d: diverging epoch %+v, want %+v", version, got, wantDiv)
 			}
 			var wantRec []byte
 			if wp.records != nil {

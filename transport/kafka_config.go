@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/foliolog/folio/errs"
+	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/topic"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -14,14 +15,15 @@ import (
 // Topic configurations over the wire use Kafka's names and units
 // (retention.ms=604800000, segment.bytes=1073741824, -1 for unlimited).
 // The keys the topic package acts on are translated both ways; Folio's own
-// (flush, read.path) are answered beside them. Keys Kafka clients commonly
-// send that Folio does not act on (replication, Kafka's flush and index
-// knobs, tiered storage) are accepted by CreateTopics and reported by
+// (flush, read.path) are answered beside them, and Kafka's flush.messages
+// and flush.ms map onto Folio's flush policy. Keys Kafka clients commonly
+// send that Folio does not act on (replication, Kafka's index knobs,
+// tiered storage) are accepted by CreateTopics and reported by
 // DescribeConfigs with Kafka's default, never refused.
 
 // Kafka's config sources (DescribeConfigs).
 const (
-	sourceTopic   = 1 // TOPIC_CONFIG
+	sourceTopic   = 1 // DYNAMIC_TOPIC_CONFIG (TOPIC_CONFIG before KIP-226)
 	sourceBroker  = 4 // STATIC_BROKER_CONFIG
 	sourceDefault = 5 // DEFAULT_CONFIG
 )
@@ -38,8 +40,6 @@ type kafkaConfig struct {
 var acceptedKeys = map[string]string{
 	"min.insync.replicas":                     "1",
 	"unclean.leader.election.enable":          "false",
-	"flush.messages":                          "9223372036854775807",
-	"flush.ms":                                "9223372036854775807",
 	"index.interval.bytes":                    "4096",
 	"segment.index.bytes":                     "10485760",
 	"segment.jitter.ms":                       "0",
@@ -64,6 +64,9 @@ func setKafkaConfig(cfg *topic.Config, key, value string) error {
 	if _, ok := acceptedKeys[key]; ok {
 		return nil
 	}
+	if key == keyFlushMessages || key == keyFlushMs {
+		return setKafkaFlush(cfg, key, value)
+	}
 	if key == topic.KeyPartitions {
 		return fmt.Errorf("%w: %q is not a topic config (use the partition count)", topic.ErrInvalidConfig, key)
 	}
@@ -77,6 +80,43 @@ func setKafkaConfig(cfg *topic.Config, key, value string) error {
 }
 
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+
+// Kafka's flush keys, mapped onto Folio's one flush policy (topic.KeyFlush):
+// flush.messages=1 is sync, N > 1 every:N; flush.ms=D is interval:D (0 is
+// sync). Each reports the policy it expresses and Kafka's "never"
+// (Long.MAX_VALUE) otherwise, so that values read back by DescribeConfigs
+// and sent again (as AlterConfigs does) change nothing: "never" turns the
+// key's own kind of policy into none and leaves any other as it is.
+const (
+	keyFlushMessages = "flush.messages"
+	keyFlushMs       = "flush.ms"
+	kafkaNever       = "9223372036854775807"
+)
+
+func setKafkaFlush(cfg *topic.Config, key, value string) error {
+	n, err := strconv.ParseInt(value, 10, 64)
+	if err != nil || n < 0 || (key == keyFlushMessages && n < 1) {
+		return fmt.Errorf("%w: %s=%q is not a count of records (at least 1)/milliseconds", topic.ErrInvalidConfig, key, value)
+	}
+	cur := cfg.WithDefaults().Flush
+	switch {
+	case value == kafkaNever && key == keyFlushMessages:
+		if cur == log.FlushSync || cur.EveryN() > 0 {
+			cfg.Flush = log.FlushNone
+		}
+	case value == kafkaNever:
+		if cur.Interval() > 0 {
+			cfg.Flush = log.FlushNone
+		}
+	case key == keyFlushMessages && n == 1, key == keyFlushMs && n == 0:
+		cfg.Flush = log.FlushSync
+	case key == keyFlushMessages:
+		cfg.Flush = log.FlushEveryN(n)
+	default:
+		cfg.Flush = log.FlushInterval(time.Duration(n) * time.Millisecond)
+	}
+	return nil
+}
 
 // kafkaValues returns cfg's settings in Kafka's form, by name.
 func kafkaValues(cfg topic.Config) [][2]string {
@@ -99,10 +139,22 @@ func kafkaValues(cfg topic.Config) [][2]string {
 	if cfg.DeleteRetention > 0 {
 		deleteRetention = ms(cfg.DeleteRetention)
 	}
+	flushMessages, flushMs := kafkaNever, kafkaNever
+	switch {
+	case cfg.Flush == log.FlushSync:
+		flushMessages = "1"
+	case cfg.Flush.EveryN() > 0:
+		flushMessages = strconv.FormatInt(cfg.Flush.EveryN(), 10)
+	case cfg.Flush.Interval() > 0:
+		// At least 1: 0 would read back as sync.
+		flushMs = strconv.FormatInt(max(1, cfg.Flush.Interval().Milliseconds()), 10)
+	}
 	return [][2]string{
 		{"cleanup.policy", cfg.Cleanup.String()},
 		{"compression.type", compression},
 		{"delete.retention.ms", deleteRetention},
+		{keyFlushMessages, flushMessages},
+		{keyFlushMs, flushMs},
 		{"max.message.bytes", strconv.FormatInt(int64(cfg.MaxMessageBytes), 10)},
 		{"message.timestamp.type", cfg.TimestampType.String()},
 		{"min.cleanable.dirty.ratio", strconv.FormatFloat(cfg.MinCleanableDirtyRatio, 'g', -1, 64)},

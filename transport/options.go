@@ -39,7 +39,10 @@ const (
 // the default stated on the field.
 type Options struct {
 	// Logger receives connection events (a malformed frame, a connection
-	// closed by a limit) and server errors. Default: discard.
+	// closed by a limit) and server errors; at slog.LevelDebug, also one
+	// record per request read ("transport: request", with its api, key,
+	// version and client id), which shows what versions a client
+	// negotiated. Default: discard.
 	Logger *slog.Logger
 
 	// NodeID is this broker's id in Metadata, FindCoordinator and

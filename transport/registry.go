@@ -16,7 +16,10 @@ type handler func(ctx context.Context, rc *reqCtx, req kmsg.Request) (response, 
 type api struct {
 	key      int16
 	min, max int16
-	h        handler
+	// advMin is the lowest version ApiVersions advertises: min, but for
+	// Produce (see advertiseFrom).
+	advMin int16
+	h      handler
 }
 
 // apis is the registry, indexed by API key; filled by the init functions
@@ -32,7 +35,23 @@ func register(key, minVersion, maxVersion int16, h handler) {
 	if kmsg.RequestForKey(key) == nil || maxVersion > kmsg.RequestForKey(key).MaxVersion() || minVersion > maxVersion {
 		panic("transport: API versions kmsg cannot decode")
 	}
-	apis[key] = &api{key: key, min: minVersion, max: maxVersion, h: h}
+	apis[key] = &api{key: key, min: minVersion, max: maxVersion, advMin: minVersion, h: h}
+}
+
+// advertiseFrom makes ApiVersions advertise the registered key from
+// version v, below the versions served. It is for one case, Kafka's own
+// (KAFKA-18659): librdkafka releases without the fix of its issue 4956
+// (Debian 12's 2.0.2 among them) compress with gzip, snappy or lz4 only if
+// the broker lists Produce v0, and send those batches uncompressed
+// otherwise, so Kafka 4 lists Produce from v0 though it serves v3 and up. A client picks the highest version both
+// sides list, so no client that knows v3 sends less; a request below min
+// still closes its connection, as any version not served does.
+func advertiseFrom(key, v int16) {
+	a := apis[key]
+	if a == nil || v > a.min {
+		panic("transport: advertiseFrom on an API not registered, or above its served range")
+	}
+	a.advMin = v
 }
 
 // lookupAPI returns the API of a key and whether version is served.

@@ -5,6 +5,14 @@
 //
 //	folio <command> [flags]
 //
+// The command is a module of its own (github.com/foliolog/folio/cmd/folio,
+// so that serve can import folioprom without the library depending on
+// Prometheus); from the repository root, build it once with
+//
+//	go build -C cmd/folio -o "$PWD/bin/folio" .
+//
+// and run ./bin/folio.
+//
 // Flags follow the command. Every command takes -dir, the data directory
 // (default ./folio-data, the one examples/quickstart writes). folio help,
 // folio <command> -h and folio help <command> print the usage on stderr.
@@ -57,8 +65,10 @@
 //	            [-tls-cert FILE -tls-key FILE [-tls-client-ca FILE]] [-sasl-users FILE] [-http HOST:PORT]
 //
 // With -http it also serves the read-only web console (package console) of
-// the same Broker and prints "console on http://ADDR/" after the listening
-// line.
+// the same Broker and, at /metrics, its Prometheus metrics (package
+// folioprom, on a registry of its own with the Go and process collectors),
+// and prints "console on http://ADDR/" and "metrics on
+// http://ADDR/metrics" after the listening line.
 //
 // Serves the data directory to Kafka clients over TCP (package transport):
 // produce, fetch, offsets, metadata, idempotent producers. It takes the

@@ -264,6 +264,11 @@ const readOnlyCommands = "topics list, topics describe, consume without -group, 
 // the holder; the message adds what to do about it. create says whether a
 // missing directory may be created.
 func openBroker(e env, dir string, create bool) (*folio.Broker, error) {
+	return openBrokerMetrics(e, dir, create, nil)
+}
+
+// openBrokerMetrics is openBroker with a metrics hook (nil: none).
+func openBrokerMetrics(e env, dir string, create bool, m folio.Metrics) (*folio.Broker, error) {
 	if !create {
 		if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("%w: %s does not exist", ErrNoDataDir, dir)
@@ -272,7 +277,7 @@ func openBroker(e env, dir string, create bool) (*folio.Broker, error) {
 	// The Broker's own warnings (recovery cuts, failed checkpoints) are
 	// worth seeing on the command line; its info events are not.
 	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	b, err := folio.Open(dir, &folio.Options{Logger: logger})
+	b, err := folio.Open(dir, &folio.Options{Logger: logger, Metrics: m})
 	if errors.Is(err, folio.ErrDirLocked) {
 		return nil, fmt.Errorf("%w; stop that process to run this command, or use one that only reads (%s)", err, readOnlyCommands)
 	}

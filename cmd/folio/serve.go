@@ -16,8 +16,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/foliolog/folio"
 	"github.com/foliolog/folio/console"
+	folioprom "github.com/foliolog/folio/metrics/prometheus"
 	"github.com/foliolog/folio/transport"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // shutdownGrace is how long serve lets in-flight requests finish after
@@ -40,7 +45,7 @@ func runServe(e env, args []string) (err error) {
 	keyFile := fs.String("tls-key", "", "the PEM private key of -tls-cert")
 	clientCA := fs.String("tls-client-ca", "", "require client certificates signed by a CA in this PEM file")
 	saslUsers := fs.String("sasl-users", "", "require SASL (PLAIN, SCRAM-SHA-256/512) with the users of this file (lines from folio sasl-user)")
-	httpAddr := fs.String("http", "", "also serve the read-only web console on this address (port 0: any free port, printed)")
+	httpAddr := fs.String("http", "", "also serve the read-only web console and Prometheus /metrics on this address (port 0: any free port, printed)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -81,7 +86,15 @@ func runServe(e env, args []string) (err error) {
 		}
 		defer hl.Close()
 	}
-	b, err := openBroker(e, *dir, true)
+	// With -http, the Broker reports to a Prometheus collector that
+	// /metrics serves; without it, no hook costs anything.
+	var metrics *folioprom.Collector
+	var hook folio.Metrics
+	if hl != nil {
+		metrics = folioprom.New(nil)
+		hook = metrics
+	}
+	b, err := openBrokerMetrics(e, *dir, true, hook)
 	if err != nil {
 		return err
 	}
@@ -98,8 +111,12 @@ func runServe(e env, args []string) (err error) {
 	fmt.Fprintf(e.stdout, "listening on %s\n", l.Addr())
 	logger.Info("folio serve: serving", "dir", *dir, "addr", l.Addr().String())
 	if hl != nil {
+		mh, err := metricsHandler(b, metrics)
+		if err != nil {
+			return err
+		}
 		// The console reads the serving Broker; it never writes.
-		hs := &http.Server{Handler: console.New(b, nil), ReadHeaderTimeout: 10 * time.Second}
+		hs := &http.Server{Handler: console.New(b, &console.Options{Metrics: mh}), ReadHeaderTimeout: 10 * time.Second}
 		hdone := make(chan struct{})
 		go func() {
 			defer close(hdone)
@@ -114,6 +131,7 @@ func runServe(e env, args []string) (err error) {
 			<-hdone
 		}()
 		fmt.Fprintf(e.stdout, "console on http://%s/\n", hl.Addr())
+		fmt.Fprintf(e.stdout, "metrics on http://%s/metrics\n", hl.Addr())
 	}
 	select {
 	case <-e.ctx.Done():
@@ -131,6 +149,23 @@ func runServe(e env, args []string) (err error) {
 		return fmt.Errorf("requests still in flight after %v were cut off: %w", shutdownGrace, serr)
 	}
 	return nil
+}
+
+// metricsHandler returns the /metrics handler of serve -http: the Broker's
+// collector (attached to b, so each scrape reads its Stats) with the Go
+// runtime's and the process's collectors, on a registry of its own, never
+// the global one.
+func metricsHandler(b *folio.Broker, m *folioprom.Collector) (http.Handler, error) {
+	m.Attach(b)
+	reg := prometheus.NewRegistry()
+	for _, c := range []prometheus.Collector{
+		m, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("metrics: %w", err)
+		}
+	}
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), nil
 }
 
 // serveTLS builds the endpoint's TLS configuration from the flags: nil

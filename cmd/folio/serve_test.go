@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -227,5 +228,105 @@ func TestServeConsole(t *testing.T) {
 	}
 	if code := s.cmd.ProcessState.ExitCode(); code != 0 {
 		t.Fatalf("serve -http exited %d after SIGTERM; stderr: %s", code, s.stderr)
+	}
+}
+
+// scrape GETs a Prometheus text exposition and returns the sum of the
+// series of metric whose labels include every one of labels (each
+// `name="value"`), and whether there was any.
+func scrape(t *testing.T, url, metric string, labels ...string) (float64, bool) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s\n%.2000s", url, resp.Status, body)
+	}
+	var sum float64
+	found := false
+lines:
+	for line := range strings.Lines(string(body)) {
+		line = strings.TrimSpace(line)
+		name, rest, _ := strings.Cut(line, "{")
+		if strings.HasPrefix(line, "#") || (name != metric && !strings.HasPrefix(line, metric+" ")) {
+			continue
+		}
+		for _, l := range labels {
+			if !strings.Contains(rest, l) {
+				continue lines
+			}
+		}
+		fields := strings.Fields(line)
+		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if err != nil {
+			t.Fatalf("series %q: %v", line, err)
+		}
+		sum, found = sum+v, true
+	}
+	return sum, found
+}
+
+// TestServeMetrics: serve -http serves Prometheus /metrics of the Broker it
+// serves, on its own registry with the Go and process collectors, and the
+// series follow what Kafka clients do: records in rise with a produce,
+// records out with a fetch, the log size with the appended bytes.
+func TestServeMetrics(t *testing.T) {
+	s := startServe(t, t.TempDir(), "-http", "127.0.0.1:0")
+	var url string
+	for url == "" {
+		select {
+		case line := <-s.more:
+			if u, ok := strings.CutPrefix(line, "metrics on "); ok {
+				url = u
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("no \"metrics on URL\" line within a minute; stderr: %s", s.stderr)
+		}
+	}
+	const topicLabel = `topic="metered"`
+	if v, found := scrape(t, url, "folio_records_in_total", topicLabel); found && v != 0 {
+		t.Fatalf("records in of a topic nobody produced to: %v", v)
+	}
+	for _, m := range []string{"go_goroutines", "process_cpu_seconds_total"} {
+		if _, found := scrape(t, url, m); !found {
+			t.Fatalf("/metrics has no %s: the Go and process collectors are missing", m)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.addr), kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic("metered"),
+		kgo.ConsumeTopics("metered"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	const n = 7
+	for i := range n {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("v" + strconv.Itoa(i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v, _ := scrape(t, url, "folio_records_in_total", topicLabel); v != n {
+		t.Fatalf("folio_records_in_total{%s} = %v after %d records produced", topicLabel, v, n)
+	}
+	if v, _ := scrape(t, url, "folio_log_size_bytes", topicLabel); v <= 0 {
+		t.Fatalf("folio_log_size_bytes{%s} = %v after a produce", topicLabel, v)
+	}
+	for got := 0; got < n; {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatal(err)
+		}
+		got += fs.NumRecords()
+	}
+	// The server counts a fetch before it answers it.
+	if v, _ := scrape(t, url, "folio_records_out_total", topicLabel); v != n {
+		t.Fatalf("folio_records_out_total{%s} = %v after a client fetched %d records", topicLabel, v, n)
 	}
 }

@@ -1,12 +1,15 @@
-// Folio console: polls api/overview and draws records in/s, records
-// committed/s (the rise of consumer groups' committed offsets) and total
-// group lag over the last minutes. It writes text only (textContent), never
+// Folio console: polls api/overview and draws records in/s, records out/s
+// and total group lag over the last minutes. Records out are the records
+// the Broker's readers were handed (o.out "reads": topics' recordsOut) or,
+// for a read-only console beside another process, an estimate from the
+// rise of consumer groups' committed offsets (o.out "committed"). It writes text only (textContent), never
 // markup.
 (function () {
   "use strict";
   var canvas = document.getElementById("chart");
   if (!canvas) { return; }
   var status = document.getElementById("live-status");
+  var rates = document.getElementById("live-rates");
   var every = 2000, keep = 150; // 5 minutes of points
   var points = [], last = null;
 
@@ -19,11 +22,14 @@
   function poll() {
     fetch("api/overview", { cache: "no-store" }).then(function (r) { return r.json(); }).then(function (o) {
       var own = (o.topics || []).filter(function (t) { return !t.internal; });
-      var cur = { t: o.time, leo: sum(own, "logEndOffset"), committed: sum(o.groups, "committed"), lag: sum(o.groups, "lag") };
+      var out = o.out === "reads" ? sum(own, "recordsOut") : sum(o.groups, "committed");
+      var cur = { t: o.time, leo: sum(own, "logEndOffset"), out: out, lag: sum(o.groups, "lag") };
       if (last && cur.t > last.t) {
         var dt = (cur.t - last.t) / 1000;
-        points.push({ t: cur.t, inRate: Math.max(cur.leo - last.leo, 0) / dt, outRate: Math.max(cur.committed - last.committed, 0) / dt, lag: cur.lag });
+        points.push({ t: cur.t, inRate: Math.max(cur.leo - last.leo, 0) / dt, outRate: Math.max(cur.out - last.out, 0) / dt, lag: cur.lag });
         if (points.length > keep) { points.shift(); }
+        var p = points[points.length - 1];
+        rates.textContent = "now: in " + p.inRate.toFixed(1) + "/s, out " + p.outRate.toFixed(1) + "/s";
       }
       last = cur;
       updateLag(o.groups || []);

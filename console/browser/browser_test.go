@@ -114,6 +114,31 @@ func TestConsoleInBrowser(t *testing.T) {
 	if got := run(t, bctx, chromedp.Evaluate[string](`document.querySelector('article.group[data-group="billing"] tr[data-partition="0"] td.lag').textContent`)); got != "0" {
 		t.Fatalf("partition 0's lag shows %q after the catch-up, want 0", got)
 	}
+	// A plain consumer, which commits nothing, reads the 20 records: the
+	// chart's records out are reads in the serving process, so its out
+	// rate moves. First the rate settles at 0 after the commit above.
+	rates := `document.getElementById("live-rates").textContent`
+	if err := chromedp.Do(bctx, chromedp.Poll[chromedp.Void](`/out 0\.0\//.test(`+rates+`)`, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		t.Fatalf("the chart's out rate did not settle at 0: %v", err)
+	}
+	c, err := b.NewConsumer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Assign(folio.Assignment{Topic: "orders", Partition: 0, Start: folio.AtOffset(0)}); err != nil {
+		t.Fatal(err)
+	}
+	for got := 0; got < 20; {
+		recs, err := c.Poll(bctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got += len(recs)
+	}
+	if err := chromedp.Do(bctx, chromedp.Poll[chromedp.Void](`/out [1-9]/.test(`+rates+`)`, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		t.Fatalf("the chart's out rate did not move after a consumer read 20 records (last %q): %v", run(t, bctx, chromedp.Evaluate[string](rates)), err)
+	}
 	shot := run(t, bctx, chromedp.FullScreenshot(100))
 	path := filepath.Join(t.TempDir(), "console.png")
 	if err := os.WriteFile(path, shot, 0o644); err != nil {

@@ -104,7 +104,7 @@ func New(opts *Options) *Collector {
 	}
 	c.recordsIn = counter("folio_records_in_total", "Records appended.", part)
 	c.bytesIn = counter("folio_bytes_in_total", "Bytes appended, as stored (batch headers included).", part)
-	c.recordsOut = counter("folio_records_out_total", "Records handed to consumers.", part)
+	c.recordsOut = counter("folio_records_out_total", "Records handed to consumers and Kafka fetches.", part)
 	c.bytesOut = counter("folio_bytes_out_total", "Bytes of the batches that consumed records came from.", part)
 	c.appendFailures = counter("folio_append_failures_total", "Appends that wrote nothing or whose outcome is unknown.", []string{"topic"})
 	c.appendSeconds = histogram("folio_append_duration_seconds", "Time an append took, the wait for its fsync under FlushSync included.", []string{"topic"})

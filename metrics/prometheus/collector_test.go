@@ -137,7 +137,7 @@ func TestHookAndStats(t *testing.T) {
 # TYPE folio_records_in_total counter
 folio_records_in_total{partition="0",topic="orders"} 5
 folio_records_in_total{partition="1",topic="orders"} 5
-# HELP folio_records_out_total Records handed to consumers.
+# HELP folio_records_out_total Records handed to consumers and Kafka fetches.
 # TYPE folio_records_out_total counter
 folio_records_out_total{partition="0",topic="orders"} 5
 folio_records_out_total{partition="1",topic="orders"} 0

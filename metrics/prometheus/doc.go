@@ -19,6 +19,9 @@
 //	m.Attach(b)
 //	reg.MustRegister(m)
 //
+// folio serve -http (cmd/folio) serves one at /metrics, on a registry of its
+// own with client_golang's Go and process collectors.
+//
 // Names follow Prometheus' conventions: the folio_ prefix, base units
 // (bytes, seconds), _total for counters, _seconds histograms. Labels are
 // topic and partition (and group for group lag), never anything per
@@ -28,7 +31,7 @@
 // The metrics:
 //
 //	folio_records_in_total, folio_bytes_in_total          {topic, partition}  appended (bytes as stored)
-//	folio_records_out_total, folio_bytes_out_total        {topic, partition}  handed to consumers
+//	folio_records_out_total, folio_bytes_out_total        {topic, partition}  handed to consumers and Kafka fetches
 //	folio_append_failures_total                           {topic}
 //	folio_append_duration_seconds                         {topic}             histogram, fsync wait included
 //	folio_fsync_duration_seconds                          {topic}             histogram
