@@ -170,6 +170,49 @@ func TestManyPartitionsChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	lap("read")
+	// A read-only open (folio verify's, the console's) of every partition,
+	// each log's followed segment included, stays within the budget too.
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := OpenReadOnly(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err = ro.NewConsumer(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Assign(as...); err != nil {
+		t.Fatal(err)
+	}
+	clear(seen)
+	for got := 0; got < parts; {
+		recs, err := c.Poll(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if r.Offset != 0 || seen[r.Partition] || string(r.Value) != fmt.Sprintf("record of %d", r.Partition) {
+				t.Fatalf("read-only: read %s-%d at %d: %q (seen before: %v)", r.Topic, r.Partition, r.Offset, r.Value, seen[r.Partition])
+			}
+			seen[r.Partition] = true
+			got++
+		}
+		sample()
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ro.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ro.Close(); err != nil {
+		t.Fatal(err)
+	}
+	lap("readonly")
+	if b, err = Open(dir, opts); err != nil {
+		t.Fatal(err)
+	}
 	if err := b.DeleteTopic("many"); err != nil {
 		t.Fatal(err)
 	}

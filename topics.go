@@ -314,13 +314,36 @@ func (b *Broker) AddPartitions(name string, total int32) (TopicInfo, error) {
 	for p := int32(len(old.parts)); p < total; p++ {
 		part, err := b.openPartition(in, p, log.State{})
 		if err != nil {
-			b.publishLocked(ts, p)
-			return TopicInfo{}, fmt.Errorf("folio: topic %q grown to %d partitions, but opening partition %d failed: %w", name, total, p, b.limitHint(err))
+			return TopicInfo{}, b.undoAddPartitions(ts, int32(len(old.parts)), p, err)
 		}
 		ts.parts[p] = part
 	}
 	b.publishLocked(ts, total)
 	return b.describe(ts), nil
+}
+
+// undoAddPartitions rolls back an AddPartitions whose partition failed
+// (err) to open, as undoCreate does a creation: the new partitions opened
+// before it, [from, failed), are closed, and the catalog takes the topic
+// back to from partitions and removes the new directories, so that the
+// topic is as before and the call can be retried. Should the catalog fail
+// to, the topic is served with its old partitions until the next Open,
+// which opens all that the catalog names.
+func (b *Broker) undoAddPartitions(ts *topicState, from, failed int32, err error) error {
+	name, total := ts.info.Name, ts.info.Config.Partitions
+	err = b.limitHint(err)
+	var errs []error
+	for _, p := range ts.parts[from:failed] {
+		if cerr := p.CloseDeleted(); cerr != nil && !errors.Is(cerr, log.ErrClosed) {
+			errs = append(errs, cerr)
+		}
+	}
+	if uerr := b.catalog.UndoAddPartitions(name, from, total); uerr != nil {
+		return fmt.Errorf("folio: adding partitions to %q: opening partition %d failed: %w; undoing it failed too (the topic is served with its %d partitions until the next Open opens all %d): %w",
+			name, failed, err, from, total, errors.Join(append(errs, uerr)...))
+	}
+	return fmt.Errorf("folio: adding partitions to %q: opening partition %d of %d failed, so the topic keeps its %d partitions: %w",
+		name, failed, total, from, errors.Join(append([]error{err}, errs...)...))
 }
 
 // Topics lists every topic, by name, with its partitions' offsets.

@@ -69,13 +69,16 @@
 //
 // Open takes the State the owner checkpointed (Checkpoint: recovery point,
 // log start offset, high watermark) and whether the last shutdown was clean.
-// After a clean one it costs O(1) per segment: a sealed segment opens no
-// file and maps nothing until first read, and only the last segment is
-// loaded; nothing on disk changes until the first write. After an unclean
-// one the segments from the one holding the recovery point onwards are
-// scanned batch by batch and cut at the first bad batch; a cut, or a gap in
-// the offsets after a scanned segment, removes every later segment, so the
-// log reopens to a valid prefix and offsets continue from its end. Files a
+// After a clean one it costs O(1) per segment: a sealed segment is read
+// only where it ends (to check the chain of offsets) and maps nothing
+// until first read, and only the last segment is loaded; nothing on disk
+// changes until the first write unless damage is found (a hole is filled
+// with empty batches and reported, and a log end below the checkpointed
+// one stays there). After an unclean one the segments from the one holding
+// the recovery point onwards are scanned batch by batch and cut at the
+// first bad batch (the valid batches after damage in the last segment are
+// kept in a segment of their own); a cut in a segment with segments after
+// it keeps them and fills the hole, so offsets continue from the real end. Files a
 // crash left behind are resolved first, by Kafka's rules (.deleted and
 // .cleaned removed, a complete .swap takes the place of the segments it
 // covers, index files without a .log removed). Options.BeforeFirstWrite

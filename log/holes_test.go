@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/foliolog/folio/errs"
+	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/segment"
 )
 
@@ -120,32 +122,53 @@ func TestMiddleSegmentRenamedDeleted(t *testing.T) {
 // next append goes right after the real end, and the next open, scanning
 // everything, finds the chain whole.
 func TestMiddleSegmentMissing(t *testing.T) {
-	for _, how := range []string{"deleted", "emptied", "deleted before a clean open"} {
+	for _, how := range []string{"deleted", "emptied", "deleted before a clean open",
+		"emptied before a clean open", "truncated before a clean open", "deleted with its indexes before a clean open"} {
 		t.Run(how, func(t *testing.T) {
 			dir := t.TempDir()
 			want, bases, st := buildLog(t, dir, 40)
 			path := segment.LogPath(dir, bases[2])
+			lost := bases[2] // the first offset the damage costs
 			var err error
-			if how == "emptied" {
+			switch how {
+			case "emptied", "emptied before a clean open":
 				err = os.Truncate(path, 0)
-			} else {
+			case "truncated before a clean open":
+				// At a batch boundary, after the first batch: every
+				// file still loads, so only the chain shows the loss.
+				var data []byte
+				if data, err = os.ReadFile(path); err == nil {
+					b, _, perr := record.Parse(data)
+					if perr != nil {
+						t.Fatal(perr)
+					}
+					lost = b.LastOffset() + 1
+					err = os.Truncate(path, int64(len(b)))
+				}
+			case "deleted with its indexes before a clean open":
+				for _, p := range []string{path, segment.IndexPath(dir, bases[2]), segment.TimeIndexPath(dir, bases[2])} {
+					if err = os.Remove(p); err != nil {
+						break
+					}
+				}
+			default:
 				err = os.Remove(path)
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			if how != "deleted before a clean open" {
+			if !strings.HasSuffix(how, "before a clean open") {
 				st.Clean, st.RecoveryPoint = false, 0
 			}
 			o := &Options{SegmentBytes: 1024, FlushPolicy: FlushNone}
 			l := openT(t, nil, dir, o, st)
 			damageNaming(t, l.Recovery(), filepath.Base(segment.LogPath(dir, bases[3])))
-			if d := l.Recovery().Damage[0].Error(); !strings.Contains(d, fmt.Sprintf("offsets %d to %d", bases[2], bases[3]-1)) {
+			if d := l.Recovery().Damage[0].Error(); !strings.Contains(d, fmt.Sprintf("offsets %d to %d", lost, bases[3]-1)) {
 				t.Fatalf("the hole is reported as %q", d)
 			}
 			var expect []rec
 			for _, w := range want {
-				if w.offset < bases[2] || w.offset >= bases[3] {
+				if w.offset < lost || w.offset >= bases[3] {
 					expect = append(expect, w)
 				}
 			}
@@ -157,9 +180,201 @@ func TestMiddleSegmentMissing(t *testing.T) {
 				t.Fatal(err)
 			}
 			st = l.Checkpoint()
+			l = openT(t, nil, dir, o, st) // clean: the chain check finds it whole
+			if r := l.Recovery(); len(r.Damage) != 0 || r.SegmentsRemoved != 0 {
+				t.Fatalf("the next clean open: %+v", r)
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			st = l.Checkpoint()
 			st.Clean, st.RecoveryPoint = false, 0
 			l = openT(t, nil, dir, o, st)
 			if r := l.Recovery(); len(r.Damage) != 0 || r.SegmentsRemoved != 0 {
+				t.Fatalf("the next open: %+v", r)
+			}
+			sameRecs(t, readAll(t, l, 0)[:len(expect)], expect)
+		})
+	}
+}
+
+// TestLastSegmentMissingKeepsEnd: after a clean shutdown, the last segment
+// deleted, emptied or renamed away must not move the log end back: the
+// offsets it held were acknowledged (consumers and groups may hold them),
+// so they are reported as lost, the log end stays at the end the shutdown
+// checkpointed, and the next append goes there. A last segment renamed
+// .deleted is brought back whole. The next opens, clean or scanning
+// everything, find the chain whole.
+func TestLastSegmentMissingKeepsEnd(t *testing.T) {
+	for _, how := range []string{"deleted", "deleted with its indexes", "emptied", "renamed deleted", "last two deleted"} {
+		t.Run(how, func(t *testing.T) {
+			dir := t.TempDir()
+			want, bases, st := buildLog(t, dir, 40)
+			end := int64(len(want))
+			if st.RecoveryPoint != end || !st.Clean {
+				t.Fatalf("checkpoint %+v, want a clean one at %d", st, end)
+			}
+			victim := bases[len(bases)-1]
+			path := segment.LogPath(dir, victim)
+			var err error
+			switch how {
+			case "deleted":
+				err = os.Remove(path)
+			case "deleted with its indexes", "last two deleted":
+				if how == "last two deleted" {
+					victim = bases[len(bases)-2]
+				}
+				for _, b := range bases {
+					if b < victim {
+						continue
+					}
+					for _, p := range []string{segment.LogPath(dir, b), segment.IndexPath(dir, b), segment.TimeIndexPath(dir, b)} {
+						if err == nil {
+							err = os.Remove(p)
+						}
+					}
+				}
+			case "emptied":
+				err = os.Truncate(path, 0)
+			case "renamed deleted":
+				err = os.Rename(path, path+".deleted")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := &Options{SegmentBytes: 1024, FlushPolicy: FlushNone}
+			l := openT(t, nil, dir, o, st)
+			expect := want
+			if how == "renamed deleted" {
+				damageNaming(t, l.Recovery(), filepath.Base(path)+".deleted")
+			} else {
+				// The damage names the last segment left (the emptied
+				// one, or the one before the deleted ones).
+				named := victim
+				if how != "emptied" {
+					named = bases[slices.Index(bases, victim)-1]
+				}
+				damageNaming(t, l.Recovery(), filepath.Base(segment.LogPath(dir, named)))
+				if d := fmt.Sprint(l.Recovery().Damage); !strings.Contains(d, fmt.Sprintf("offsets %d to %d", victim, end-1)) {
+					t.Fatalf("the loss is reported as %q", d)
+				}
+				expect = nil
+				for _, w := range want {
+					if w.offset < victim {
+						expect = append(expect, w)
+					}
+				}
+			}
+			if l.LogEndOffset() != end {
+				t.Fatalf("log end %d, want the checkpointed %d", l.LogEndOffset(), end)
+			}
+			sameRecs(t, readAll(t, l, 0), expect)
+			if first, _, err := l.Append(makeBatch(t, "n", 0, 1, 10, 1)); err != nil || first != end {
+				t.Fatalf("append: %d %v, want offset %d", first, err, end)
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			st = l.Checkpoint()
+			l = openT(t, nil, dir, o, st)
+			if r := l.Recovery(); len(r.Damage) != 0 || r.SegmentsRemoved != 0 {
+				t.Fatalf("the next clean open: %+v", r)
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			st = l.Checkpoint()
+			st.Clean, st.RecoveryPoint = false, 0
+			l = openT(t, nil, dir, o, st)
+			if r := l.Recovery(); len(r.Damage) != 0 || r.SegmentsRemoved != 0 {
+				t.Fatalf("the next open: %+v", r)
+			}
+			if got := readAll(t, l, 0); len(got) != len(expect)+1 || got[len(got)-1].offset != end {
+				t.Fatalf("after reopening: %d records, want %d and one at %d", len(got), len(expect)+1, end)
+			}
+		})
+	}
+}
+
+// TestUncleanOpenKeepsBatchesAfterDamage: damage in the middle of the last
+// (active) segment after a crash is no torn write when whole, valid batches
+// follow it: the unclean open keeps them, reports the damaged batch's range
+// (filled, so the chain is whole) and the end stays; a damaged batch found
+// by its own header (a flipped value byte) or not (a flipped length, the
+// batches after it found through the offset index) alike. A torn write at
+// the tail, or damage in the last batch, is cut as before.
+func TestUncleanOpenKeepsBatchesAfterDamage(t *testing.T) {
+	for _, how := range []string{"flipped value", "flipped length", "torn tail", "last batch flipped"} {
+		t.Run(how, func(t *testing.T) {
+			dir := t.TempDir()
+			o := &Options{SegmentBytes: 1 << 20, IndexIntervalBytes: 256, FlushPolicy: FlushNone}
+			l := openT(t, nil, dir, o, State{})
+			want := appendN(t, l, "b", 30, 2, 120)
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			path := segment.LogPath(dir, 0)
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var pos []int
+			for p := 0; p < len(data); {
+				n, err := record.CheckHeader(data[p:])
+				if err != nil {
+					t.Fatal(err)
+				}
+				pos = append(pos, p)
+				p += n
+			}
+			if len(pos) != 30 {
+				t.Fatalf("%d batches in the segment, want 30", len(pos))
+			}
+			k := 10 // the damaged batch: offsets 2k and 2k+1
+			lostFrom, lostTo := int64(2*k), int64(2*k+2)
+			end := int64(len(want))
+			switch how {
+			case "flipped value":
+				data[pos[k]+record.HeaderSize+20] ^= 0x55
+			case "flipped length":
+				data[pos[k]+9] ^= 0x40 // the length's second byte: the batch no longer frames
+			case "torn tail":
+				k = 29
+				data = data[:pos[k]+30]
+				lostFrom, lostTo, end = int64(2*k), int64(2*k+2), int64(2*k)
+			case "last batch flipped":
+				k = 29
+				data[pos[k]+record.HeaderSize+20] ^= 0x55
+				lostFrom, lostTo, end = int64(2*k), int64(2*k+2), int64(2*k)
+			}
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			l = openT(t, nil, dir, o, State{}) // unclean: scans it
+			if l.LogEndOffset() != end {
+				t.Fatalf("log end %d, want %d; %+v", l.LogEndOffset(), end, l.Recovery())
+			}
+			if end == int64(len(want)) {
+				damageNaming(t, l.Recovery(), filepath.Base(path))
+				if d := fmt.Sprint(l.Recovery().Damage); !strings.Contains(d, fmt.Sprintf("offsets %d to %d lost", lostFrom, lostTo-1)) {
+					t.Fatalf("the damage is reported as %s", d)
+				}
+			}
+			var expect []rec
+			for _, w := range want {
+				if w.offset < lostFrom || (w.offset >= lostTo && w.offset < end) {
+					expect = append(expect, w)
+				}
+			}
+			sameRecs(t, readAll(t, l, 0), expect)
+			if first, _, err := l.Append(makeBatch(t, "n", 0, 1, 10, 1)); err != nil || first != end {
+				t.Fatalf("append: %d %v, want offset %d", first, err, end)
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			l = openT(t, nil, dir, o, State{})
+			if r := l.Recovery(); len(r.Damage) != 0 || r.BytesCut != 0 || r.SegmentsRemoved != 0 {
 				t.Fatalf("the next open: %+v", r)
 			}
 			sameRecs(t, readAll(t, l, 0)[:len(expect)], expect)

@@ -3,6 +3,7 @@ package log
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"path/filepath"
@@ -28,9 +29,11 @@ const (
 // checkpointed from the log's last life (Checkpoint), or the zero State for
 // a new log; fsys nil means vfs.Default.
 //
-// After a clean shutdown (st.Clean) Open costs O(1) per segment: sealed
-// segments are not opened, scanned or mapped until first used, and only the
-// last one is loaded to append to. After an unclean one, the segments from
+// After a clean shutdown (st.Clean) Open costs O(1) per segment: a sealed
+// segment is not loaded, scanned or mapped until first used (Open reads
+// only where it ends, to check the chain of offsets, see checkChain), and
+// only the last one is loaded to append to. A log end below the end the
+// clean shutdown checkpointed stays there (see keepEnd). After an unclean one, the segments from
 // the one holding st.RecoveryPoint onwards are scanned batch by batch and
 // each is cut at its first bad batch; a cut in a segment with segments
 // after it keeps them (the hole is filled and reported, see holes.go). A hole in the chain of offsets between
@@ -182,7 +185,7 @@ func (l *Log) load(st State) error {
 	if err != nil {
 		return err
 	}
-	if err := l.cleanup(d); err != nil {
+	if err := l.cleanup(d, st); err != nil {
 		return err
 	}
 	bases := make([]int64, 0, len(d.logs))
@@ -208,6 +211,9 @@ func (l *Log) load(st State) error {
 	recovered := map[*segEntry]bool{}
 	if st.Clean {
 		if entries, err = l.checkTail(entries, st.RecoveryPoint); err != nil {
+			return err
+		}
+		if entries, err = l.checkChain(entries); err != nil {
 			return err
 		}
 	} else {
@@ -237,11 +243,29 @@ func (l *Log) load(st State) error {
 	if err != nil {
 		return fmt.Errorf("log: %w", err)
 	}
+	if st.Clean && entries[0].base > st.LogStartOffset && st.RecoveryPoint > st.LogStartOffset {
+		// A clean shutdown checkpointed the start: the segments before
+		// the first one were lost to damage after it.
+		l.recovery.Damage = append(l.recovery.Damage, errs.Corruptf(ErrCorrupt, segment.LogPath(l.dir, entries[0].base), -1,
+			"the log starts at offset %d, above the start %d its clean shutdown checkpointed: offsets %d to %d are lost; the log starts at %d now",
+			entries[0].base, st.LogStartOffset, st.LogStartOffset, entries[0].base-1, entries[0].base).AtOffset(st.LogStartOffset))
+	}
 	if st.RecoveryPoint > next && st.RecoveryPoint > max(st.LogStartOffset, entries[0].base) {
 		// Everything below the recovery point was fsynced: what is
 		// missing of it was lost to damage after the fact.
-		l.recovery.Damage = append(l.recovery.Damage, errs.Corruptf(ErrCorrupt, segment.LogPath(l.dir, last.base), -1,
-			"the log ends at offset %d, below its checkpointed recovery point %d: offsets %d to %d are lost; the next append gets %d", next, st.RecoveryPoint, next, st.RecoveryPoint-1, next).AtOffset(next))
+		if !st.Clean {
+			l.recovery.Damage = append(l.recovery.Damage, errs.Corruptf(ErrCorrupt, segment.LogPath(l.dir, last.base), -1,
+				"the log ends at offset %d, below its checkpointed recovery point %d: offsets %d to %d are lost; the next append gets %d", next, st.RecoveryPoint, next, st.RecoveryPoint-1, next).AtOffset(next))
+		} else {
+			// A clean shutdown checkpointed the log end itself: those
+			// offsets were acknowledged, and consumers and groups may
+			// hold them, so the log end stays there (see holes.go).
+			if last, err = l.keepEnd(last, next, st.RecoveryPoint); err != nil {
+				return err
+			}
+			next, size = st.RecoveryPoint, 0
+			entries = l.entries()
+		}
 	}
 	start := max(st.LogStartOffset, entries[0].base)
 	if start > next {
@@ -270,7 +294,7 @@ func (l *Log) load(st State) error {
 // segments of its range that were already renamed .deleted are brought
 // back. Index files without a .log go. The marker goes last, once the
 // renames are durable.
-func (l *Log) cleanup(d *dirListing) error {
+func (l *Log) cleanup(d *dirListing, st State) error {
 	checks, markerErr, err := classifySwaps(l.fs, l.dir, d.swaps, d.minClean)
 	if err != nil {
 		return err
@@ -328,7 +352,7 @@ func (l *Log) cleanup(d *dirListing) error {
 	for _, r := range discarded {
 		restore(r[0], r[1])
 	}
-	if err := l.restoreRenamed(d, restore); err != nil {
+	if err := l.restoreRenamed(d, st, restore); err != nil {
 		return err
 	}
 	first, last := int64(math.MaxInt64), int64(-1)
@@ -388,9 +412,12 @@ func (l *Log) cleanup(d *dirListing) error {
 // so it is a live segment renamed by damage, and removing it would cost its
 // records. With a damaged marker nothing is brought back (the ranges are
 // unknown, and a replaced segment brought back would overlap its cleaned
-// one); the damage is reported either way.
-func (l *Log) restoreRenamed(d *dirListing, restore func(from, to int64)) error {
-	if len(d.deleted) == 0 || len(d.logs) < 2 {
+// one); the damage is reported either way. After a clean shutdown, one
+// past the last live segment and below the end the shutdown checkpointed
+// is brought back too: truncation, the only operation that renames the
+// newest segments, had finished before that checkpoint.
+func (l *Log) restoreRenamed(d *dirListing, st State, restore func(from, to int64)) error {
+	if len(d.deleted) == 0 || len(d.logs) == 0 || (len(d.logs) < 2 && !st.Clean) {
 		return nil
 	}
 	first, last := int64(math.MaxInt64), int64(-1)
@@ -409,7 +436,7 @@ func (l *Log) restoreRenamed(d *dirListing, restore func(from, to int64)) error 
 	}
 	var xs []int64
 	for x := range d.deleted {
-		if d.logs[x] || x <= first || x >= last {
+		if d.logs[x] || x <= first || (x >= last && !(st.Clean && x > last && x < st.RecoveryPoint)) {
 			continue
 		}
 		replaced := false
@@ -459,6 +486,7 @@ func (l *Log) recover(entries []*segEntry, rp int64) (map[*segEntry]bool, error)
 	scan := entries[first:]
 	results := make([]segment.RecoverResult, len(scan))
 	scanErrs := make([]error, len(scan))
+	var salvage *salvaged // what followed damage in the last segment, saved before its cut
 	sem := make(chan struct{}, recoverWorkers)
 	var wg sync.WaitGroup
 	for i, e := range scan {
@@ -470,7 +498,17 @@ func (l *Log) recover(entries []*segEntry, rp int64) (map[*segEntry]bool, error)
 			// One fsync per segment here (its .log); the indexes it
 			// finds right are fsynced after Open (syncRecoveredIndexes),
 			// before the checkpointed recovery point passes them.
-			results[i], scanErrs[i] = e.seg.RecoverDeferIndexSync()
+			if i < len(scan)-1 {
+				results[i], scanErrs[i] = e.seg.RecoverDeferIndexSync()
+				return
+			}
+			// The last segment: a torn write is cut, but valid batches
+			// after damage are saved first (see salvageTail).
+			results[i], scanErrs[i] = e.seg.RecoverSalvage(func(r io.ReaderAt, size, pos int64) error {
+				var err error
+				salvage, err = l.salvageTail(e.base, r, size, pos)
+				return err
+			})
 		}()
 	}
 	wg.Wait()
@@ -544,6 +582,11 @@ func (l *Log) recover(entries []*segEntry, rp int64) (map[*segEntry]bool, error)
 			// the rest of this segment; the segments after it stay (the
 			// hole before the next is filled below).
 			l.recovery.Damage = append(l.recovery.Damage, fmt.Errorf("%w (cut there: %d bytes, offsets from %d lost up to the next segment)", res.Cause, res.BytesCut, prevNext))
+		}
+	}
+	if salvage != nil {
+		if err := l.adoptSalvaged(salvage, kept[scan[len(scan)-1]], prevNext, prevTs); err != nil {
+			return nil, err
 		}
 	}
 	return kept, nil

@@ -155,10 +155,19 @@ func (l *Log) refreshOnce() error {
 		}
 		tree.ReplaceOrInsert(e)
 	}
+	// Every segment is under the caps, the followed one too: closed when
+	// idle, it is loaded again (and followed from its files) by the next
+	// read or Refresh, so a read-only open of many partitions stays within
+	// the descriptor budget as a writable one does.
+	for _, e := range fresh {
+		l.caps.setEligible(&e.capEntry)
+	}
 	start, end := sn.start, l.end.Load()
 	m := mark{offset: end, segBase: -1}
 	if last, ok := tree.Max(); ok {
+		l.caps.acquire(&last.capEntry)
 		pos, next, err := last.seg.Refresh()
+		l.caps.release(&last.capEntry)
 		if err != nil {
 			// The new segments are not published; drop them.
 			l.closeEntries(fresh)
@@ -174,12 +183,6 @@ func (l *Log) refreshOnce() error {
 	}
 	l.tree = tree
 	l.publishRO(tree, start, m)
-	last, _ := tree.Max()
-	for _, e := range fresh {
-		if e != last {
-			l.caps.setEligible(&e.capEntry)
-		}
-	}
 	var dropped []*segEntry
 	for _, e := range sn.bases {
 		if x, ok := tree.Get(e); !ok || x != e {

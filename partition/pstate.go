@@ -142,6 +142,17 @@ func (p *Partition) batchHeaders(from int64) iter.Seq2[record.Batch, error] {
 			if errors.Is(err, log.ErrNoData) {
 				return
 			}
+			if d, ok := errors.AsType[*log.DamagedRangeError](err); ok && d.Resume > pos {
+				// A range the log lost and reported: the state goes on
+				// after it, forgetting the producers it may have held.
+				p.logger.Warn("partition: producer state across a damaged range: producers before it forgotten",
+					"partition", p.String(), "from", d.From, "resume", d.Resume, "err", err)
+				if !yield(nil, &topic.ReplayGap{From: max(d.From, pos), To: d.Resume}) {
+					return
+				}
+				pos = d.Resume
+				continue
+			}
 			if err != nil {
 				yield(nil, err)
 				return

@@ -3,6 +3,9 @@ package partition
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -143,5 +146,83 @@ func TestProducerStateExpires(t *testing.T) {
 	}
 	if p.Producers() != 0 {
 		t.Fatalf("%d producers left", p.Producers())
+	}
+}
+
+// TestProducerStateAcrossDamagedRange: a sealed segment whose batch framing
+// is broken in the middle is a range the log reports and passes over
+// (*log.DamagedRangeError). Rebuilding the producer state must pass over it
+// too, not fail every idempotent append of the partition: a producer with
+// batches after the damage is exact (a retry is a duplicate, a gap
+// refused), and one whose batches may lie in the lost range is forgotten,
+// so that its next batch is accepted (Kafka's rule for a producer whose
+// batches are gone) instead of refused as out of order for ever.
+func TestProducerStateAcrossDamagedRange(t *testing.T) {
+	ctx := context.Background()
+	cfg := topic.Config{SegmentBytes: 2048}
+	dir := t.TempDir()
+	p := openT(t, nil, dir, cfg, log.State{}, nil)
+	const early, late = 7, 9 // producer ids
+	var lastLate AppendResult
+	var earlySeq, lateSeq int32
+	for i := range 60 {
+		if i < 15 { // its last batches fall in the range damaged below
+			if _, err := p.AppendBatch(ctx, batchOf(t, record.CodecNone, early, 0, earlySeq, 2)); err != nil {
+				t.Fatal(err)
+			}
+			earlySeq += 2
+		}
+		var err error
+		if lastLate, err = p.AppendBatch(ctx, batchOf(t, record.CodecNone, late, 0, lateSeq, 2)); err != nil {
+			t.Fatal(err)
+		}
+		lateSeq += 2
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st := p.Checkpoint()
+	// Break the magic of a batch in the middle of the second segment.
+	segs, err := filepath.Glob(filepath.Join(dir, "t-0", "*.log"))
+	if err != nil || len(segs) < 4 {
+		t.Fatalf("segments %v, %v", segs, err)
+	}
+	sort.Strings(segs)
+	data, err := os.ReadFile(segs[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos := 0
+	for range 3 {
+		n, err := record.CheckHeader(data[pos:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		pos += n
+	}
+	data[pos+16] = 9 // magic
+	if err := os.WriteFile(segs[1], data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	var logged logBuffer
+	p = openT(t, nil, dir, cfg, st, &Options{RetentionCheckInterval: -1, Logger: logged.logger()})
+	// The early producer's last batches may lie in the lost range: its next
+	// batch is accepted whatever its sequence says.
+	if _, err := p.AppendBatch(ctx, batchOf(t, record.CodecNone, early, 0, earlySeq, 2)); err != nil {
+		t.Fatalf("the early producer's next batch after the damage: %v", err)
+	}
+	if !strings.Contains(logged.String(), "damaged range") {
+		t.Fatalf("the pass over the damage was not logged:\n%s", logged.String())
+	}
+	res, err := p.AppendBatch(ctx, batchOf(t, record.CodecNone, late, 0, lateSeq-2, 2))
+	if err != nil || !res.Duplicate || res.BaseOffset != lastLate.BaseOffset {
+		t.Fatalf("retry of the late producer's last batch: %+v, %v; want a duplicate of %+v", res, err, lastLate)
+	}
+	if _, err := p.AppendBatch(ctx, batchOf(t, record.CodecNone, late, 0, lateSeq+1, 1)); !errors.Is(err, topic.ErrOutOfOrderSequence) {
+		t.Fatalf("a gap of the late producer: %v", err)
+	}
+	if _, err := p.AppendBatch(ctx, batchOf(t, record.CodecNone, late, 0, lateSeq, 2)); err != nil {
+		t.Fatalf("the late producer's next batch: %v", err)
 	}
 }

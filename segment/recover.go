@@ -56,7 +56,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // an unclean shutdown. A sealed segment stays sealed (its indexes are
 // sealed with the final time entry); an active one stays active and may
 // append again: Recover also clears a fail-stop (ErrFailed) state.
-func (s *Segment) Recover() (RecoverResult, error) { return s.recover(false) }
+func (s *Segment) Recover() (RecoverResult, error) { return s.recover(false, nil) }
 
 // RecoverDeferIndexSync is Recover, except that an index file found
 // holding exactly the entries the scan plans (the usual case after a
@@ -65,9 +65,22 @@ func (s *Segment) Recover() (RecoverResult, error) { return s.recover(false) }
 // a rewritten index is fsynced too. It lets a log recover many segments
 // with one fsync each and make their indexes durable afterwards, before
 // its recovery point passes them.
-func (s *Segment) RecoverDeferIndexSync() (RecoverResult, error) { return s.recover(true) }
+func (s *Segment) RecoverDeferIndexSync() (RecoverResult, error) { return s.recover(true, nil) }
 
-func (s *Segment) recover(deferIndexSync bool) (RecoverResult, error) {
+// Salvage is called by RecoverSalvage with the .log's contents before the
+// cut: the file, its size, and pos, where the valid prefix ends. It may
+// save what follows the damage elsewhere (read-only: it must not write r).
+// An error fails the recovery before anything is cut.
+type Salvage func(r io.ReaderAt, size, pos int64) error
+
+// RecoverSalvage is RecoverDeferIndexSync, except that when the scan finds
+// damage it first calls salvage, so that valid batches after the damage
+// can be kept (in another segment) before the cut removes them.
+func (s *Segment) RecoverSalvage(salvage Salvage) (RecoverResult, error) {
+	return s.recover(true, salvage)
+}
+
+func (s *Segment) recover(deferIndexSync bool, salvage Salvage) (RecoverResult, error) {
 	s.appendMu.Lock()
 	defer s.appendMu.Unlock()
 	s.resMu.Lock()
@@ -91,7 +104,7 @@ func (s *Segment) recover(deferIndexSync bool) (RecoverResult, error) {
 		return RecoverResult{}, openError("open", s.logPath, err)
 	}
 	f := &files{log: lf}
-	res, x, err := s.recoverFiles(f, deferIndexSync)
+	res, x, err := s.recoverFiles(f, deferIndexSync, salvage)
 	if err != nil {
 		return res, errors.Join(err, s.closeFiles(f))
 	}
@@ -120,7 +133,7 @@ func (s *Segment) recover(deferIndexSync bool) (RecoverResult, error) {
 // recoverFiles scans f.log, cuts it after the valid prefix, fsyncs it, and
 // makes the index files hold the prefix's entries (with the final time
 // entry if the segment is sealed); it opens no index.
-func (s *Segment) recoverFiles(f *files, deferIndexSync bool) (RecoverResult, *indexer, error) {
+func (s *Segment) recoverFiles(f *files, deferIndexSync bool, salvage Salvage) (RecoverResult, *indexer, error) {
 	fi, err := f.log.Stat()
 	if err != nil {
 		return RecoverResult{}, nil, fmt.Errorf("segment: stat %s: %w", s.logPath, err)
@@ -132,6 +145,11 @@ func (s *Segment) recoverFiles(f *files, deferIndexSync bool) (RecoverResult, *i
 		return res, nil, err
 	}
 	if res.BytesCut > 0 {
+		if salvage != nil {
+			if err := salvage(f.log, size, res.ValidBytes); err != nil {
+				return res, nil, err
+			}
+		}
 		if err := s.cutLocked(f, res.ValidBytes); err != nil {
 			return res, nil, err
 		}

@@ -609,6 +609,40 @@ func (c *Catalog) AddPartitions(name string, total int32) (Info, error) {
 	return in, nil
 }
 
+// UndoAddPartitions takes back an AddPartitions from from to to partitions
+// whose new partitions could not be opened: the catalog holds from
+// partitions again and the new partitions' directories go (what a crash
+// leaves of them is removed as an orphan at the next open). It refuses,
+// with ErrInvalidPartitions, when the topic does not have to partitions.
+func (c *Catalog) UndoAddPartitions(name string, from, to int32) error {
+	if err := c.refuseReadOnly("undo adding partitions to", name); err != nil {
+		return err
+	}
+	c.catalogMu.Lock()
+	defer c.catalogMu.Unlock()
+	if err := c.usableLocked(); err != nil {
+		return err
+	}
+	in, ok := c.state.topics[name]
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrNotFound, name)
+	}
+	if in.Config.Partitions != to || from < 1 || from >= to {
+		return fmt.Errorf("%w: topic %q has %d partitions; cannot take %d back to %d", ErrInvalidPartitions, name, in.Config.Partitions, to, from)
+	}
+	in.Config.Partitions = from
+	next := c.state.clone()
+	next.topics[name] = in
+	if err := c.commitLocked(next); err != nil {
+		return err
+	}
+	c.dropDirsLocked(name, from, to)
+	if err := c.fs.SyncDir(c.dir); err != nil {
+		return fmt.Errorf("%w: topic %q: %w", ErrCleanupPending, name, err)
+	}
+	return nil
+}
+
 // Alter replaces a topic's configuration. cfg's zero fields take their
 // defaults, except Partitions: zero keeps the current count, and any other
 // count must equal it (AddPartitions changes it).

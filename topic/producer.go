@@ -1,6 +1,7 @@
 package topic
 
 import (
+	"errors"
 	"fmt"
 	"iter"
 	"math"
@@ -354,9 +355,30 @@ func (s *ProducerState) Replay(batches iter.Seq2[record.Batch, error]) error {
 	return nil
 }
 
+// ReplayGap is what a Replay or Rebuild iterator yields as its error to say
+// that the log lost the offsets [From, To) (a damaged range it reported)
+// and that the batches go on after it. The producers seen so far may have
+// had batches there that moved their sequences on, so replay forgets them
+// all: their next batch is then treated as Kafka treats a producer whose
+// batches are gone (accepted with any sequence, or ErrUnknownProducerID
+// with RejectUnknownProducers, which a Kafka client answers by resetting
+// its producer id), rather than refused as out of order for ever.
+// Producers with batches after the gap are known again from those.
+type ReplayGap struct {
+	From, To int64
+}
+
+func (g *ReplayGap) Error() string {
+	return fmt.Sprintf("topic: offsets %d to %d lost: producer state before them forgotten", g.From, g.To-1)
+}
+
 func replay(producers map[int64]*producerEntry, batches iter.Seq2[record.Batch, error]) error {
 	i := 0
 	for b, err := range batches {
+		if _, ok := errors.AsType[*ReplayGap](err); ok {
+			clear(producers)
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("topic: replaying producer state, batch %d: %w", i, err)
 		}

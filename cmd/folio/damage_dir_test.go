@@ -231,7 +231,16 @@ func readAllParts(t *testing.T, b *folio.Broker, stuck map[dmgPart]error, limit 
 	defer cancel()
 	passed := map[string]bool{} // damaged ranges reported, by file and first offset
 	for len(left) > 0 {
-		out, err := c.Poll(ctx)
+		// A Poll that passes over empty batches at the end of a log (a
+		// damaged tail the open filled, keeping the end) moves the
+		// position and then waits for records that do not come: each
+		// Poll is bounded, and the positions are checked after it.
+		pctx, pcancel := context.WithTimeout(ctx, time.Second)
+		out, err := c.Poll(pctx)
+		pcancel()
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil && len(out) == 0 {
+			err = nil
+		}
 		for _, r := range out {
 			p := dmgPart{r.Topic, r.Partition}
 			recs[p] = append(recs[p], dmgRecord{r.Offset, bytes.Clone(r.Key), bytes.Clone(r.Value)})

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/foliolog/folio"
@@ -128,12 +129,12 @@ func (v *verifier) dataDir(dir, only string) error {
 	}
 	// The recovery points of a clean shutdown are the logs' ends; a
 	// damaged checkpoint is reported above and checks nothing here.
+	// After an unclean one they are what was fsynced when the checkpoint
+	// was written: the log cannot end below them unless damage took it.
 	ends := map[string]int64{}
-	if v.clean {
-		ckpt, _ := folio.ReadCheckpoint(dir)
-		for _, e := range ckpt {
-			ends[fmt.Sprintf("%v/%d", e.TopicID, e.Partition)] = e.RecoveryPoint
-		}
+	ckpt, _ := folio.ReadCheckpoint(dir)
+	for _, e := range ckpt {
+		ends[fmt.Sprintf("%v/%d", e.TopicID, e.Partition)] = e.RecoveryPoint
 	}
 	for _, in := range topics {
 		v.topics++
@@ -192,8 +193,15 @@ func (v *verifier) leftovers(dir string) error {
 // and the chain of offsets: segments neither overlap nor leave a hole
 // (offsets are contiguous from segment to segment; compaction makes gaps
 // inside segments only), and, in a directory closed cleanly, the log ends
-// where its checkpoint says (cleanEnd; -1 when unknown).
-func (v *verifier) partition(dir string, maxBatch int, cleanEnd int64) error {
+// where its checkpoint says (cleanEnd; -1 when unknown), or, after an
+// unclean shutdown, not below the recovery point it checkpointed.
+func (v *verifier) partition(dir string, maxBatch int, checkpointed int64) error {
+	cleanEnd, durableEnd := int64(-1), int64(-1)
+	if v.clean {
+		cleanEnd = checkpointed
+	} else {
+		durableEnd = checkpointed
+	}
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		v.problem(fmt.Sprintf("%s: partition directory missing (the catalog names it)", dir))
@@ -303,12 +311,26 @@ func (v *verifier) partition(dir string, maxBatch int, cleanEnd int64) error {
 		if fi, err := os.Stat(segment.LogPath(dir, base)); err == nil && fi.Size() == 0 && !last {
 			reported[base] = true
 			v.problem(fmt.Sprintf("%s: empty, in a segment that is not the last (its records are lost)", segment.LogPath(dir, base)))
+		} else if err == nil && fi.Size() == 0 && cleanEnd < 0 {
+			// The last segment, after an unclean shutdown or beside a live
+			// writer: empty is a roll's new segment, unless an index has
+			// entries (an active index is preallocated with zeros, and
+			// gets its first entry after IndexIntervalBytes of batches).
+			if idx := indexEvidence(dir, base); idx != "" {
+				reported[base] = true
+				v.problem(fmt.Sprintf("%s: empty, but %s has entries: records it held are lost", segment.LogPath(dir, base), idx))
+			}
 		}
 		end, whole, err := v.segment(dir, base, last, maxBatch)
 		if err != nil {
 			return err
 		}
 		prevWhole = whole
+		if last && durableEnd > end && whole && !reported[base] {
+			reported[base] = true
+			v.problem(fmt.Sprintf("%s: the log ends at offset %d, below the recovery point %d its last checkpoint recorded (records fsynced then): offsets %d to %d are lost",
+				segment.LogPath(dir, base), end, durableEnd, end, durableEnd-1))
+		}
 		if i == len(bases)-1 && cleanEnd >= 0 && whole {
 			switch {
 			case end < cleanEnd:
@@ -332,6 +354,18 @@ func (v *verifier) partition(dir string, maxBatch int, cleanEnd int64) error {
 		}
 	}
 	return nil
+}
+
+// indexEvidence returns the path of an index file of the segment at base
+// that holds an entry (a byte other than zero), or "".
+func indexEvidence(dir string, base int64) string {
+	for _, p := range []string{segment.IndexPath(dir, base), segment.TimeIndexPath(dir, base)} {
+		data, err := os.ReadFile(p)
+		if err == nil && slices.ContainsFunc(data, func(b byte) bool { return b != 0 }) {
+			return p
+		}
+	}
+	return ""
 }
 
 // segment checks one segment with segment.Verify and decodes the records
