@@ -436,3 +436,34 @@ func TestSimulatorRealLogFindsLastReplicaStanding(t *testing.T) {
 	}
 	t.Fatal("no seed lost a committed record to unbounded lossy crashes on the real log")
 }
+
+// TestSimulatorRealLogReplays: a seed run twice on the real log gives the
+// same history: nothing of the log races the scheduler.
+func TestSimulatorRealLogReplays(t *testing.T) {
+	// The first seed of each setting (FlushSync, lossy FlushNone) that
+	// crashes a replica.
+	var seeds []uint64
+	for _, lossy := range []bool{false, true} {
+		for seed := uint64(1); ; seed++ {
+			if s := newSim(seed, false); s.lossy == lossy {
+				if s.run(time.Second) == nil && s.crashes > 0 {
+					seeds = append(seeds, seed)
+					break
+				}
+			}
+		}
+	}
+	for _, seed := range seeds {
+		a, b := newRealSim(t, seed, true), newRealSim(t, seed, true)
+		if err := a.run(time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.run(time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(a.trace, b.trace) || len(a.trace) == 0 || a.crashes == 0 {
+			t.Fatalf("seed %d replayed differently on the real log: %d and %d events, %d crashes", seed, len(a.trace), len(b.trace), a.crashes)
+		}
+		t.Logf("seed %d: %s", seed, a.summary())
+	}
+}
