@@ -103,13 +103,5 @@ func (l *memLog) append(es ...entry) {
 	}
 }
 
-// crash drops what is not durable. The high watermark is not
-// checkpointed here yet: it restarts at zero, the safe choice.
-func (l *memLog) crash() {
-	l.entries = l.entries[:l.durable]
-	l.epochs = slices.DeleteFunc(l.epochs, func(e epochStart) bool { return e.start > l.durable })
-	l.hw = 0
-}
-
 var _ FollowerLog = (*memLog)(nil)
 var _ Log = (*memLog)(nil)

@@ -133,7 +133,7 @@ type node struct {
 	isolated   bool // cut off from everyone: replicas, controller, clients
 	isolatedAt time.Duration
 	downAt     time.Duration
-	log        *memLog
+	log        simLog
 	leader     *Leader // while it acts as leader
 	// What it knows of the partition: the epoch and its leader.
 	epoch      int32
@@ -188,6 +188,16 @@ type sim struct {
 }
 
 func newSim(seed uint64, record bool) *sim {
+	s, err := newSimOn(seed, record, func(int32, bool, func() time.Time) (simLog, error) { return nil, nil })
+	if err != nil {
+		panic(err) // memLog opens no files
+	}
+	return s
+}
+
+// newSimOn is newSim with each replica's log made by mk (sync: every
+// append durable at once), or a memLog where mk returns nil.
+func newSimOn(seed uint64, record bool, mk func(id int32, sync bool, now func() time.Time) (simLog, error)) (*sim, error) {
 	s := &sim{seed: seed, rng: rand.New(rand.NewPCG(seed, 0x5eed)), base: time.Unix(1_700_000_000, 0),
 		meta: NewMem(), cut: map[[2]int32]bool{}, leaders: map[int32]int32{}, record: record}
 	s.lossy = s.rng.IntN(2) == 0
@@ -198,12 +208,19 @@ func newSim(seed uint64, record bool) *sim {
 	for i := range ids {
 		ids[i] = int32(i + 1)
 		s.meta.Register(ids[i], 1)
-		s.nodes = append(s.nodes, &node{id: ids[i], inc: 1, up: true, log: &memLog{sync: !s.lossy}, epoch: -1, leaderID: -1})
+		l, err := mk(ids[i], !s.lossy, s.clock)
+		if err != nil {
+			return nil, err
+		}
+		if l == nil {
+			l = &memLog{sync: !s.lossy}
+		}
+		s.nodes = append(s.nodes, &node{id: ids[i], inc: 1, up: true, log: l, epoch: -1, leaderID: -1})
 	}
 	if _, err := s.meta.Create(tp0, ids...); err != nil {
-		panic(err)
+		return nil, err
 	}
-	return s
+	return s, nil
 }
 
 func (s *sim) summary() string {
@@ -246,7 +263,9 @@ func (s *sim) run(d time.Duration) error {
 		}
 		s.every(flush, fmt.Sprintf("flush %d", n.id), func() {
 			if n.up {
-				n.log.durable = n.log.LogEndOffset()
+				if err := n.log.flush(); err != nil {
+					s.fail("replica %d flushing: %v", n.id, err)
+				}
 			}
 		})
 	}
@@ -451,12 +470,19 @@ func (s *sim) fetch(n *node) {
 			return
 		}
 		end := min(leader.log.LogEndOffset(), offset+int64(1+s.rng.IntN(8)))
-		es := slices.Clone(leader.log.entries[offset:end])
+		es, err := leader.log.read(offset, end)
+		if err != nil {
+			s.fail("replica %d serving a fetch at %d: %v", to, offset, err)
+			return
+		}
 		s.send(to, n.id, fmt.Sprintf("fetch-resp %d->%d @%d+%d hw %d", to, n.id, offset, len(es), hw), answer(func() {
 			if n.log.LogEndOffset() != offset {
 				return
 			}
-			n.log.append(es...)
+			if err := n.log.appendFollower(es); err != nil {
+				s.fail("replica %d appending the fetch at %d: %v", n.id, offset, err)
+				return
+			}
 			if hw >= 0 {
 				_ = n.log.SetHighWatermark(min(hw, n.log.LogEndOffset()))
 			}
@@ -481,7 +507,14 @@ func (s *sim) produce() {
 	}
 	s.nextValue++
 	offset := n.log.LogEndOffset()
-	n.log.append(entry{epoch: n.leader.Epoch(), value: s.nextValue})
+	e, err := n.log.appendLeader(s.nextValue)
+	if err != nil {
+		s.fail("replica %d appending as leader: %v", n.id, err)
+		return
+	}
+	if e.epoch != n.leader.Epoch() {
+		s.fail("replica %d stamped epoch %d leading epoch %d", n.id, e.epoch, n.leader.Epoch())
+	}
 	s.pending = append(s.pending, pendingAck{ld: n.leader, offset: offset, value: s.nextValue, deadline: s.now + simAckTimeout})
 }
 
@@ -538,7 +571,9 @@ func (s *sim) crash(n *node) {
 	}
 	s.crashes++
 	n.up, n.downAt = false, s.now
-	n.log.crash()
+	if err := n.log.crash(); err != nil {
+		s.fail("replica %d crashing: %v", n.id, err)
+	}
 	n.leader = nil
 	s.at(time.Duration(50+s.rng.IntN(300))*time.Millisecond, fmt.Sprintf("restart %d", n.id), func() {
 		n.up = true
@@ -597,7 +632,7 @@ func (s *sim) check() error {
 			continue
 		}
 		for _, a := range s.acked {
-			if a.offset >= n.log.LogEndOffset() || n.log.entries[a.offset].value != a.value {
+			if a.offset >= n.log.LogEndOffset() || n.log.entryAt(a.offset).value != a.value {
 				return fmt.Errorf("at %v: acknowledged record %d at offset %d missing from ISR member %d (end %d)", s.now, a.value, a.offset, n.id, n.log.LogEndOffset())
 			}
 		}
@@ -605,14 +640,14 @@ func (s *sim) check() error {
 	// No two replicas differ below their high watermarks, and none cut
 	// below its own.
 	for i, a := range s.nodes {
-		if a.log.cutBelowHW != "" {
-			return fmt.Errorf("at %v: replica %d %s", s.now, a.id, a.log.cutBelowHW)
+		if msg := a.log.broken(); msg != "" {
+			return fmt.Errorf("at %v: replica %d %s", s.now, a.id, msg)
 		}
 		for _, b := range s.nodes[i+1:] {
-			hw := min(a.log.hw, b.log.hw)
+			hw := min(a.log.localHW(), b.log.localHW())
 			for o := range hw {
-				if a.log.entries[o] != b.log.entries[o] {
-					return fmt.Errorf("at %v: replicas %d and %d differ at offset %d below their high watermarks (%d, %d)", s.now, a.id, b.id, o, a.log.hw, b.log.hw)
+				if a.log.entryAt(o) != b.log.entryAt(o) {
+					return fmt.Errorf("at %v: replicas %d and %d differ at offset %d below their high watermarks (%d, %d)", s.now, a.id, b.id, o, a.log.localHW(), b.log.localHW())
 				}
 			}
 		}
