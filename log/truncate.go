@@ -20,7 +20,16 @@ import (
 // holding views keep their bytes. The cut is fsynced before TruncateTo
 // returns. Appenders still waiting for an fsync of records it removed get
 // ErrTruncated. Replication uses this to drop a diverged tail.
-func (l *Log) TruncateTo(offset int64) error {
+func (l *Log) TruncateTo(offset int64) error { return l.truncate(offset, false) }
+
+// TruncateFullyAndStartAt removes every record and restarts the log empty
+// at offset, also above the log end (Kafka's truncateFullyAndStartAt): a
+// follower whose log ends below the leader's log start does so at that
+// start, since the leader no longer holds what lies between. The log start
+// and the high watermark become offset, the leader-epoch cache is cleared.
+func (l *Log) TruncateFullyAndStartAt(offset int64) error { return l.truncate(offset, true) }
+
+func (l *Log) truncate(offset int64, startAt bool) error {
 	if l.ro != nil {
 		return l.readOnlyErr("TruncateTo")
 	}
@@ -39,7 +48,7 @@ func (l *Log) TruncateTo(offset int64) error {
 		l.appendMu.Unlock()
 		return err
 	}
-	if offset >= l.next {
+	if offset >= l.next && !startAt {
 		l.appendMu.Unlock()
 		return nil
 	}
@@ -51,7 +60,7 @@ func (l *Log) TruncateTo(offset int64) error {
 		floor = e
 		return false
 	})
-	full := offset < sn.start || floor == nil
+	full := startAt || offset < sn.start || floor == nil
 	var victims []*segEntry
 	l.tree.Ascend(func(e *segEntry) bool {
 		if full || e.base >= offset {
@@ -107,6 +116,11 @@ func (l *Log) TruncateTo(offset int64) error {
 			l.epochs.truncateFromEnd(end.offset)
 		}
 		l.resetEndLocked(end, start)
+		if startAt && l.durMark.offset < end.offset {
+			// Nothing below the new start is held: all of it is durable.
+			l.durMark = end
+			l.durable.Store(end.offset)
+		}
 	}
 	l.truncGen.Add(1)
 	if l.syncWaiters > 0 {

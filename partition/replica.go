@@ -114,6 +114,28 @@ func (p *Partition) TruncateTo(offset int64) error {
 	return nil
 }
 
+// TruncateFullyAndStartAt removes every record and restarts the partition
+// empty at offset, also above its log end (log.Log.TruncateFullyAndStartAt,
+// Kafka's truncateFullyAndStartAt): a follower does so when its log ends
+// below the leader's log start. The producer-state snapshot is retired and
+// the state rebuilt on next use, as after TruncateTo.
+func (p *Partition) TruncateFullyAndStartAt(offset int64) error {
+	p.followMu.Lock()
+	defer p.followMu.Unlock()
+	p.pstateMu.Lock()
+	defer p.pstateMu.Unlock()
+	if err := p.retireSnapshotPast(0); err != nil {
+		return fmt.Errorf("partition: restarting %s at %d: %w", p, offset, err)
+	}
+	err := p.log.TruncateFullyAndStartAt(offset)
+	p.pstate = nil
+	p.truncated.Store(true)
+	if err != nil {
+		return fmt.Errorf("partition: restarting %s at %d: %w", p, offset, err)
+	}
+	return nil
+}
+
 // retireSnapshotPast replaces a producer-state snapshot that covers records
 // at or after offset, which a truncation is about to remove, with an empty
 // one at the log start: once the log grows past the old snapshot's end

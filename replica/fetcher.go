@@ -126,12 +126,12 @@ func (o *FollowerOptions) withDefaults() (FollowerOptions, error) {
 //     under a new incarnation and is kept out of the ISR until it has
 //     caught up (KIP-903), so a lost tail is never counted twice.
 //
-// # Limits
+// # Out of range
 //
-// A follower that finds its fetch offset below the leader's log start (the
-// leader deleted what the follower lacks) cannot start its log at the
-// leader's start yet: the partition's fetch fails with OFFSET_OUT_OF_RANGE
-// again after each reconciliation, logged.
+// A fetch answered OFFSET_OUT_OF_RANGE makes the follower ask the leader's
+// log start (ListOffsets earliest); a log that ends below it is truncated
+// fully and restarts empty at the leader's log start (Kafka's
+// truncateFullyAndStartAt), then the partition reconciles and fetches on.
 type Follower struct {
 	o      FollowerOptions
 	ctx    context.Context
@@ -158,6 +158,7 @@ type followed struct {
 	leader     int32
 	epoch      int32 // the current leader epoch, as the Metadata said
 	reconciled bool
+	outOfRange bool      // the last fetch was OFFSET_OUT_OF_RANGE: ask the leader's log start
 	stale      bool      // the Metadata must be read again before the next fetch
 	retryAt    time.Time // after a refusal or a failure: no request for it before then
 }
@@ -427,8 +428,11 @@ var _ FollowerLog = partLog{}
 // round is one exchange with the leader: OffsetForLeaderEpoch for the
 // partitions not reconciled yet, then one Fetch for the others.
 func (l *fetchLoop) round(ctx context.Context, cl *kgo.Client, parts []*followed) error {
-	var unreconciled, ready []*followed
+	var unreconciled, ready, outOfRange []*followed
 	for _, fp := range parts {
+		if fp.outOfRange {
+			outOfRange = append(outOfRange, fp)
+		}
 		if fp.reconciled {
 			ready = append(ready, fp)
 		} else {
@@ -436,6 +440,11 @@ func (l *fetchLoop) round(ctx context.Context, cl *kgo.Client, parts []*followed
 		}
 	}
 	broker := cl.SeedBrokers()[0]
+	if len(outOfRange) > 0 {
+		if err := l.resetOutOfRange(ctx, broker, outOfRange); err != nil {
+			return err
+		}
+	}
 	if len(unreconciled) > 0 {
 		if err := l.reconcile(ctx, broker, unreconciled); err != nil {
 			return err
@@ -464,7 +473,7 @@ func (l *fetchLoop) reconcile(ctx context.Context, broker *kgo.Broker, parts []*
 		}
 		if last < 0 {
 			// An empty lineage: nothing to cut, reconciled (records
-			// below the log start aside, see Limits).
+			// below the leader's log start aside: see Out of range).
 			fp.reconciled = true
 			continue
 		}
@@ -543,7 +552,7 @@ func (l *fetchLoop) partitionError(fp *followed, err error) {
 	fp.retryAt = time.Now().Add(l.f.o.Backoff)
 	switch {
 	case errors.Is(err, kerr.OffsetOutOfRange):
-		fp.reconciled = false
+		fp.reconciled, fp.outOfRange = false, true
 		l.f.o.Logger.Warn("replica: fetch offset out of range", "partition", fp.tp.String(), "leader", l.leader)
 	default:
 		// FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH,

@@ -301,8 +301,9 @@ func (s *Server) readFetch(req *kmsg.FetchRequest, names []string, targets []fet
 // fetch offset, or that the leader's lineage lacks, is a divergence: the
 // partition is answered with DivergingEpoch and the fetch does not count as
 // the follower's position. A last fetched epoch above the leader's own
-// diverges at the leader's log end, in the leader's epoch. Otherwise the fetch offset is reported to the
-// leader as the follower's log end.
+// (no end in the leader's lineage) is OFFSET_OUT_OF_RANGE, as in Kafka.
+// Otherwise the fetch offset is reported to the leader as the follower's
+// log end.
 func followerFetch(ctx context.Context, rb ReplicaBackend, p *partition.Partition, version int16, replica int32, incarnation int64, fp *kmsg.FetchRequestTopicPartition) (*divergingEpoch, error) {
 	ld, err := rb.PartitionLeader(p.Topic(), p.Index())
 	if err != nil {
@@ -316,11 +317,13 @@ func followerFetch(ctx context.Context, rb ReplicaBackend, p *partition.Partitio
 	}
 	if version >= 12 && fp.LastFetchedEpoch >= 0 {
 		ep, end := leaderEndOffsetForEpoch(p, fp.LastFetchedEpoch)
-		if current := p.LeaderEpoch(); fp.LastFetchedEpoch > current {
-			// A tail of an epoch above the leader's (a zombie's): the
-			// leader's lineage ends with its own epoch at its log end
-			// (Kafka would answer -1, which reads as no divergence).
-			ep, end = current, p.LogEndOffset()
+		if ep < 0 || end < 0 {
+			// No end for that epoch in the lineage: an epoch above the
+			// leader's own (a zombie's tail), or an empty cache. Kafka's
+			// leader (Partition.readRecords) fails the partition with
+			// OFFSET_OUT_OF_RANGE; the follower then reconciles anew.
+			return nil, fmt.Errorf("%w: no end offset for last fetched epoch %d (leader epoch %d)",
+				kerr.OffsetOutOfRange, fp.LastFetchedEpoch, p.LeaderEpoch())
 		}
 		if ep < fp.LastFetchedEpoch || end < fp.FetchOffset {
 			return &divergingEpoch{epoch: ep, end: end}, nil

@@ -221,10 +221,10 @@ func TestFollowerFetch(t *testing.T) {
 		{"r", 1, 0, 0, kerr.FencedLeaderEpoch.Code, nil},
 		{"r", 3, 0, 0, kerr.UnknownLeaderEpoch.Code, nil},
 		{"f", 2, 0, 0, kerr.NotLeaderForPartition.Code, nil},
-		{"r", 2, 1, 4, 0, &divergingEpoch{0, 3}}, // epoch 1 is not the leader's: epoch 0 ends at 3
-		{"r", 2, 0, 4, 0, &divergingEpoch{0, 3}}, // the follower has epoch 0 past its end
-		{"r", 2, 3, 5, 0, &divergingEpoch{2, 5}}, // an epoch above the leader's lineage
-		{"r", 2, 0, 3, 0, nil},                   // at the end of epoch 0: in the lineage
+		{"r", 2, 1, 4, 0, &divergingEpoch{0, 3}},        // epoch 1 is not the leader's: epoch 0 ends at 3
+		{"r", 2, 0, 4, 0, &divergingEpoch{0, 3}},        // the follower has epoch 0 past its end
+		{"r", 2, 3, 5, kerr.OffsetOutOfRange.Code, nil}, // an epoch above the leader's: no end in its lineage (Kafka)
+		{"r", 2, 0, 3, 0, nil},                          // at the end of epoch 0: in the lineage
 	} {
 		r := fetch(16, c.name, c.current, c.last, c.offset, 0)
 		f := ld.take()
