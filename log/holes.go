@@ -433,6 +433,11 @@ func (l *Log) checkChain(entries []*segEntry) ([]*segEntry, error) {
 		}
 		switch {
 		case e.base == prevEnd.next:
+		case e.base < prevEnd.next && l.validEnd(prev.base) <= e.base:
+			// prev's end came from a batch header that its CRC does not
+			// vouch for (a flipped last-offset field): prev is damaged,
+			// not e a stray inside it. Keep e; the read path reports
+			// prev's damaged range and passes over it to e.
 		case e.base < prevEnd.next:
 			if err := l.setAside(e, fmt.Sprintf("base offset %d lies inside the previous segment, which ends at %d", e.base, prevEnd.next)); err != nil {
 				return nil, err
@@ -641,4 +646,39 @@ func (l *Log) adoptSalvaged(s *salvaged, kept bool, prevNext, prevTs int64) erro
 		s.batches, prevNext, s.base-1, s.base).AtOffset(prevNext))
 	l.tree.ReplaceOrInsert(l.newEntry(seg))
 	return l.fillHole(prevNext, s.base, prevTs)
+}
+
+// validEnd returns the offset after the last batch of the chain of valid
+// batches (framing and CRC) from the start of segment base's .log: where
+// the segment really ends when the end its last header claims may be
+// forged. It reads the whole file, batch by batch, and is used only when
+// the chain of segments looks overlapped, which a healthy log never is.
+// On any error it returns math.MaxInt64 (no evidence against the header).
+func (l *Log) validEnd(base int64) int64 {
+	f, err := l.fs.OpenFile(segment.LogPath(l.dir, base), os.O_RDONLY, 0)
+	if err != nil {
+		return math.MaxInt64
+	}
+	defer f.Close()
+	next := base
+	var hdr [record.HeaderSize]byte
+	var buf []byte
+	for pos := int64(0); ; {
+		if _, err := f.ReadAt(hdr[:], pos); err != nil {
+			return next // the end of the file, or a cut header
+		}
+		n, err := record.CheckHeader(hdr[:])
+		if err != nil {
+			return next
+		}
+		if cap(buf) < n {
+			buf = make([]byte, n)
+		}
+		b := record.Batch(buf[:n])
+		if _, err := f.ReadAt(b, pos); err != nil || b.Validate() != nil || b.BaseOffset() < next {
+			return next
+		}
+		next = b.LastOffset() + 1
+		pos += int64(n)
+	}
 }
