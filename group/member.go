@@ -569,7 +569,12 @@ func (m *Member[R]) onRequestError(err error, id string, gen int32) error {
 		m.setFatalLocked(err)
 	case fencingError(err):
 		m.markFencedLocked(err)
-	case errors.Is(err, ErrRebalanceInProgress):
+	case errors.Is(err, ErrRebalanceInProgress) && !m.inRebalance:
+		// Not while the member rebalances: the join under way takes it
+		// past the generation the answer is about. A heartbeat sent
+		// just before that join, answered while it waits, would else
+		// make the member rejoin the generation it has just joined, for
+		// one more rebalance of the whole group.
 		m.requestRejoinLocked()
 	}
 	return err
