@@ -626,11 +626,13 @@ func (l *Log) salvageTail(base int64, r io.ReaderAt, size, pos int64) (*salvaged
 }
 
 // adoptSalvaged puts the segment salvageTail saved after the last one,
-// once that was cut (its valid prefix ends at prevNext, its largest
-// timestamp prevTs), reporting the damaged range and filling it. If the
-// damaged segment was not kept, or the saved batches do not lie past its
-// prefix, the saved segment is removed instead.
-func (l *Log) adoptSalvaged(s *salvaged, kept bool, prevNext, prevTs int64) error {
+// damaged, once that was cut (its valid prefix ends at prevNext, its
+// largest timestamp prevTs), reporting the damaged range and filling it.
+// A damaged segment left empty by the cut (the damage was in its first
+// batch) is removed, the filler taking its place. If the damaged segment
+// was not kept, or the saved batches do not lie past its prefix, the saved
+// segment is removed instead.
+func (l *Log) adoptSalvaged(s *salvaged, damaged *segEntry, kept bool, prevNext, prevTs int64) error {
 	seg, err := segment.Open(l.fs, l.dir, s.base, l.segOpts())
 	if err != nil {
 		return fmt.Errorf("log: %w", err)
@@ -644,6 +646,14 @@ func (l *Log) adoptSalvaged(s *salvaged, kept bool, prevNext, prevTs int64) erro
 	l.recovery.Damage = append(l.recovery.Damage, errs.Corruptf(ErrCorrupt, s.from, s.damagePos,
 		"damaged batch, not a torn write: %d valid batches follow it; offsets %d to %d lost (filled with empty batches), the batches from offset %d kept in a segment of their own",
 		s.batches, prevNext, s.base-1, s.base).AtOffset(prevNext))
+	if prevNext == damaged.base {
+		l.tree.Delete(damaged)
+		l.caps.forget(&damaged.capEntry)
+		if err := damaged.seg.Delete(); err != nil {
+			return fmt.Errorf("log: remove empty %s: %w", damaged.seg, err)
+		}
+		l.recovery.SegmentsRemoved++
+	}
 	l.tree.ReplaceOrInsert(l.newEntry(seg))
 	return l.fillHole(prevNext, s.base, prevTs)
 }

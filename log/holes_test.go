@@ -304,7 +304,7 @@ func TestLastSegmentMissingKeepsEnd(t *testing.T) {
 // batches after it found through the offset index) alike. A torn write at
 // the tail, or damage in the last batch, is cut as before.
 func TestUncleanOpenKeepsBatchesAfterDamage(t *testing.T) {
-	for _, how := range []string{"flipped value", "flipped length", "torn tail", "last batch flipped"} {
+	for _, how := range []string{"flipped value", "flipped length", "torn tail", "last batch flipped", "first batch flipped"} {
 		t.Run(how, func(t *testing.T) {
 			dir := t.TempDir()
 			o := &Options{SegmentBytes: 1 << 20, IndexIntervalBytes: 256, FlushPolicy: FlushNone}
@@ -346,6 +346,13 @@ func TestUncleanOpenKeepsBatchesAfterDamage(t *testing.T) {
 				k = 29
 				data[pos[k]+record.HeaderSize+20] ^= 0x55
 				lostFrom, lostTo, end = int64(2*k), int64(2*k+2), int64(2*k)
+			case "first batch flipped":
+				// The cut leaves the segment empty: the filler of the
+				// damaged range takes its place (Open failed: the
+				// filler's segment "already exists").
+				k = 0
+				data[pos[k]+record.HeaderSize+20] ^= 0x55
+				lostFrom, lostTo = 0, 2
 			}
 			if err := os.WriteFile(path, data, 0o644); err != nil {
 				t.Fatal(err)
@@ -378,6 +385,69 @@ func TestUncleanOpenKeepsBatchesAfterDamage(t *testing.T) {
 				t.Fatalf("the next open: %+v", r)
 			}
 			sameRecs(t, readAll(t, l, 0)[:len(expect)], expect)
+		})
+	}
+}
+
+// TestCleanOpenFlippedBaseOffset: the CRC of a batch does not cover its
+// base offset, so a flipped byte there is found only by what the offset
+// claims. A high byte claims an offset no segment can index (Open failed:
+// the rebuilt time index refused it, "value out of range"); a low one an
+// end past the one the clean shutdown checkpointed (the log end jumped
+// forward, the records served at offsets they never had). Either way the
+// batch is damage: cut, reported naming the file, its range filled, and
+// the log end stays where the shutdown left it.
+func TestCleanOpenFlippedBaseOffset(t *testing.T) {
+	for _, c := range []struct {
+		at      int
+		rebuild bool // the indexes gone too: Open rebuilds them from the batches
+	}{{0, false}, {3, false}, {5, false}, {7, false}, {0, true}, {3, true}, {7, true}} {
+		at := c.at
+		t.Run(fmt.Sprintf("byte %d rebuild %v", at, c.rebuild), func(t *testing.T) {
+			dir := t.TempDir()
+			want, bases, st := buildLog(t, dir, 40)
+			end := int64(len(want))
+			last := bases[len(bases)-1]
+			path := segment.LogPath(dir, last)
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var pos int // the last batch's
+			for p := 0; p < len(data); {
+				n, err := record.CheckHeader(data[p:])
+				if err != nil {
+					t.Fatal(err)
+				}
+				pos, p = p, p+n
+			}
+			lost := record.Batch(data[pos:]).BaseOffset()
+			data[pos+at] ^= 0x13
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if c.rebuild {
+				for _, p := range []string{segment.IndexPath(dir, last), segment.TimeIndexPath(dir, last)} {
+					if err := os.Remove(p); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			l := openT(t, nil, dir, &Options{SegmentBytes: 1024, FlushPolicy: FlushNone, IndexIntervalBytes: 256}, st)
+			if l.LogEndOffset() != end {
+				t.Fatalf("log end %d, want %d; %+v", l.LogEndOffset(), end, l.Recovery())
+			}
+			damageNaming(t, l.Recovery(), filepath.Base(path))
+			var expect []rec
+			for _, w := range want {
+				if w.offset < lost {
+					expect = append(expect, w)
+				}
+			}
+			sameRecs(t, readAll(t, l, 0), expect)
+			if first, _, err := l.Append(makeBatch(t, "n", 0, 1, 10, 1)); err != nil || first != end {
+				t.Fatalf("append: %d %v, want offset %d", first, err, end)
+			}
 		})
 	}
 }

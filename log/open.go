@@ -243,6 +243,29 @@ func (l *Log) load(st State) error {
 	if err != nil {
 		return fmt.Errorf("log: %w", err)
 	}
+	if st.Clean && st.RecoveryPoint > 0 && next > st.RecoveryPoint && last.base < st.RecoveryPoint {
+		// A clean shutdown checkpointed the log end itself, so batches
+		// claiming offsets past it were damaged after it (a base offset,
+		// which the CRC does not cover): they are cut, and keepEnd below
+		// fills their range up to that end.
+		if err := l.beforeWrite(); err != nil {
+			return err
+		}
+		cut, err := last.seg.TruncateTo(st.RecoveryPoint)
+		if err != nil {
+			return fmt.Errorf("log: cut the batches past the checkpointed end: %w", err)
+		}
+		l.recovery.BytesCut += cut
+		l.recovery.Damage = append(l.recovery.Damage, errs.Corruptf(ErrCorrupt, segment.LogPath(l.dir, last.base), -1,
+			"the last segment ends at offset %d, past the end %d its clean shutdown checkpointed: a damaged base offset; the %d bytes of batches holding offsets from %d on are cut",
+			next, st.RecoveryPoint, cut, st.RecoveryPoint).AtOffset(st.RecoveryPoint))
+		if next, err = last.seg.NextOffset(); err != nil {
+			return fmt.Errorf("log: %w", err)
+		}
+		if size, err = last.seg.Size(); err != nil {
+			return fmt.Errorf("log: %w", err)
+		}
+	}
 	if st.Clean && entries[0].base > st.LogStartOffset && st.RecoveryPoint > st.LogStartOffset {
 		// A clean shutdown checkpointed the start: the segments before
 		// the first one were lost to damage after it.
@@ -585,7 +608,7 @@ func (l *Log) recover(entries []*segEntry, rp int64) (map[*segEntry]bool, error)
 		}
 	}
 	if salvage != nil {
-		if err := l.adoptSalvaged(salvage, kept[scan[len(scan)-1]], prevNext, prevTs); err != nil {
+		if err := l.adoptSalvaged(salvage, scan[len(scan)-1], kept[scan[len(scan)-1]], prevNext, prevTs); err != nil {
 			return nil, err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sync"
 
 	"github.com/foliolog/folio/errs"
@@ -129,6 +130,13 @@ func (sc *scanner) walk(from int64, fn func(pos int64, h record.Batch) bool) (in
 		if h.BaseOffset() <= prevLast {
 			return pos, errs.Corruptf(ErrCorrupt, sc.path, pos, "base offset %d not above the previous last offset %d",
 				h.BaseOffset(), prevLast).AtOffset(h.BaseOffset())
+		}
+		if d := int64(h.LastOffsetDelta()); h.BaseOffset() > math.MaxInt64-d || h.BaseOffset()+d-sc.base > math.MaxInt32 {
+			// No segment holds such a batch (a roll comes first: the
+			// indexes store offsets as 4 bytes relative to the base):
+			// a base offset the CRC does not cover was damaged.
+			return pos, errs.Corruptf(ErrCorrupt, sc.path, pos, "base offset %d and last offset delta %d lie beyond 2^31-1 above the segment's base %d",
+				h.BaseOffset(), h.LastOffsetDelta(), sc.base).AtOffset(h.BaseOffset())
 		}
 		prevLast = h.LastOffset()
 		if !fn(pos, h) {
