@@ -2,6 +2,7 @@ package folioprom_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/foliolog/folio"
@@ -39,7 +40,8 @@ var issueFamilies = []struct {
 // read and a consumer group, every family the issue names is gathered with
 // its type and labels, with and without DropPartitionLabel; bytes out are
 // the bytes of the batches a consumer read, and mappings and open files
-// are the Broker's.
+// are the Broker's; no family has a label beyond topic, partition and
+// group.
 func TestIssueFamilies(t *testing.T) {
 	for _, drop := range []bool{false, true} {
 		b, _, reg := setup(t, &folioprom.Options{DropPartitionLabel: drop})
@@ -106,6 +108,21 @@ func TestIssueFamilies(t *testing.T) {
 				for l, w := range want {
 					if w && !have[l] {
 						t.Errorf("drop %v: %s lacks label %s", drop, f.name, l)
+					}
+				}
+			}
+		}
+		// Cardinality: no family, named or not, has a label beyond topic,
+		// partition and group (none per record); with DropPartitionLabel
+		// none has partition.
+		for name, mf := range fams {
+			if !strings.HasPrefix(name, "folio_") {
+				t.Errorf("drop %v: %s lacks the folio_ prefix", drop, name)
+			}
+			for _, m := range mf.GetMetric() {
+				for _, lp := range m.GetLabel() {
+					if l := lp.GetName(); (l != "topic" && l != "partition" && l != "group") || (drop && l == "partition") {
+						t.Errorf("drop %v: %s has label %s", drop, name, l)
 					}
 				}
 			}
