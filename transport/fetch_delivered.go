@@ -1,7 +1,10 @@
 package transport
 
 import (
+	"io"
+
 	"github.com/foliolog/folio/readpath"
+	"github.com/foliolog/folio/record"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -14,7 +17,8 @@ import (
 // The count comes from the view's Framing, which the segment's read
 // recorded while it walked the batch headers to frame the view: counting
 // reads nothing more (under sendfile a second walk cost a pread per
-// batch, about 5% of the send).
+// batch, about 5% of the send), except one read of the first batch when
+// compaction thinned it and the fetch starts inside it.
 func countDelivered(req *kmsg.FetchRequest, resp *fetchResp, targets []fetchTarget) {
 	for _, tg := range targets {
 		if tg.p == nil || tg.ti >= len(resp.topics) || tg.pi >= len(resp.topics[tg.ti].parts) {
@@ -28,29 +32,70 @@ func countDelivered(req *kmsg.FetchRequest, resp *fetchResp, targets []fetchTarg
 		if !ok {
 			continue // not framed into batches: nothing to count by
 		}
-		n := deliveredRecords(fr, req.Topics[tg.ti].Partitions[tg.pi].FetchOffset)
+		n := deliveredRecords(v, fr, req.Topics[tg.ti].Partitions[tg.pi].FetchOffset)
 		tg.p.Delivered(n, v.Len())
 	}
 }
 
-// deliveredRecords counts the records at or after from in the batches a
-// view frames, from their headers' counts: every batch after the first
-// counts whole (a read returns the batch holding from first, so the later
-// ones start past it), and the first counts its offsets from from to its
-// end, at most its record count. That is exact unless compaction removed
-// records of the first batch at or after from, where it counts those too,
-// at most: which of its records remain is written only in the records
-// themselves (compressed, for a compressed batch), and the count must not
-// read them. Records delivered = the last offset sent + 1 - from
-// would be wrong under compaction for every batch, not only the first.
-func deliveredRecords(fr readpath.Framing, from int64) int {
+// batchHeaders is a record set whose batches can be read without its
+// bytes: *readpath.View.
+type batchHeaders interface {
+	Len() int
+	io.ReaderAt
+}
+
+// deliveredRecords counts the records at or after from in the batches of
+// v, which fr frames, from their headers' counts: every batch after the
+// first counts whole (a read returns the batch holding from first, so the
+// later ones start past it), and so does the first when from is at or
+// before its base. A first batch that holds from past its base counts its
+// offsets from there to its end when it has a record at every offset; one
+// that compaction thinned (fewer records than offsets) is the one case
+// the header cannot tell, and only then its records are read and counted
+// (one read of that batch, decompressed if it is compressed; the bound
+// min(offsets from from, its records) if it cannot be decoded).
+// Records delivered = the last offset sent + 1 - from would be wrong
+// under compaction for every batch, not only the first.
+func deliveredRecords(v batchHeaders, fr readpath.Framing, from int64) int {
 	first := int64(max(fr.FirstRecords, 0))
 	rest := max(fr.Records-first, 0)
-	switch {
+	switch span := fr.FirstLast - fr.FirstBase + 1; {
 	case fr.FirstLast < from:
 		first = 0
-	case fr.FirstBase < from:
-		first = min(fr.FirstLast-from+1, first)
+	case fr.FirstBase >= from:
+	case first == span:
+		first = fr.FirstLast - from + 1
+	default:
+		if n, ok := recordsFrom(v, from); ok {
+			first = int64(n)
+		} else {
+			first = min(fr.FirstLast-from+1, first)
+		}
 	}
 	return int(first + rest)
+}
+
+// recordsFrom decodes the first batch of v and counts its records at or
+// after from; ok is false when it cannot be read or decoded.
+func recordsFrom(v batchHeaders, from int64) (n int, ok bool) {
+	var hdr [record.HeaderSize]byte
+	if _, err := v.ReadAt(hdr[:], 0); err != nil {
+		return 0, false
+	}
+	size, err := record.CheckHeader(hdr[:])
+	if err != nil || size > v.Len() {
+		return 0, false
+	}
+	b := make([]byte, size)
+	if _, err := v.ReadAt(b, 0); err != nil {
+		return 0, false
+	}
+	it := record.Batch(b).Records(nil)
+	defer it.Close()
+	for it.Next() {
+		if it.Record().Offset() >= from {
+			n++
+		}
+	}
+	return n, it.Err() == nil
 }

@@ -70,7 +70,7 @@ func BenchmarkDeliveredRecords(b *testing.B) {
 			b.SetBytes(int64(v.Len()))
 			for b.Loop() {
 				fr, _ := v.Framing()
-				if n := deliveredRecords(fr, 0); n != 6400 {
+				if n := deliveredRecords(v, fr, 0); n != 6400 {
 					b.Fatalf("%d records, want 6400", n)
 				}
 			}
