@@ -19,8 +19,34 @@ type View struct {
 	pos      int64
 	n        int
 	buf      *[]byte // Sendfile: pooled buffer filled by the first Bytes call
+	framing  Framing // what the reader that framed the view counted; valid when framed
+	framed   bool
 	released atomic.Bool
 }
+
+// Framing is what the reader that cut a view into whole record batches
+// (segment.Read) learned from their headers while it walked them, so that
+// a caller can count the view's records without reading the headers a
+// second time: under Sendfile each such read is a pread, and the send
+// itself reads nothing.
+type Framing struct {
+	// Records is the sum of the batches' record counts (the headers'
+	// NumRecords).
+	Records int64
+	// FirstBase, FirstLast and FirstRecords are the first batch's base
+	// offset, last offset and record count: a read that starts inside
+	// the first batch hands on only its records from there.
+	FirstBase, FirstLast int64
+	FirstRecords         int32
+}
+
+// SetFraming records what the reader that framed v learned from its batch
+// headers; call it before handing v on.
+func (v *View) SetFraming(f Framing) { v.framing, v.framed = f, true }
+
+// Framing returns what SetFraming recorded, and false when nothing was
+// (a view of bytes that are not whole batches).
+func (v *View) Framing() (Framing, bool) { return v.framing, v.framed }
 
 // Len returns the view's length in bytes.
 func (v *View) Len() int { return v.n }

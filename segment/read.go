@@ -29,6 +29,9 @@ import (
 // io.Reader returns data with an error: the caller can deliver the records
 // before the damage, and must release the view. A view is returned only
 // with nil or such an error.
+//
+// The view's Framing holds the record counts of its batch headers, read
+// by the walk that framed it (see readpath.Framing).
 func (s *Segment) Read(offset int64, maxBytes int, maxPosition int64) (*readpath.View, error) {
 	return s.read(maxBytes, maxPosition, func(c *cursor) (int64, record.Batch, error) {
 		pos, h, found, err := c.locate(offset)
@@ -79,6 +82,12 @@ func (s *Segment) read(maxBytes int, maxPosition int64, first func(c *cursor) (i
 			return fmt.Errorf("%w: %s: the batch at offset %d ends at %d, beyond the visible %d", ErrOffsetOutOfRange, s.logPath, h.BaseOffset(), end, limit)
 		}
 		budget := int64(max(maxBytes, 0))
+		// The walk that frames the view also counts its records, so that a
+		// fetch can report what it delivered without a second walk.
+		fr := readpath.Framing{
+			Records:   int64(h.NumRecords()),
+			FirstBase: h.BaseOffset(), FirstLast: h.LastOffset(), FirstRecords: h.NumRecords(),
+		}
 		for end < limit {
 			h, err := c.sc.header(end)
 			if err != nil {
@@ -90,6 +99,7 @@ func (s *Segment) read(maxBytes int, maxPosition int64, first func(c *cursor) (i
 				break
 			}
 			end = next
+			fr.Records += int64(h.NumRecords())
 		}
 		if c.f.src == nil {
 			// Only a failed TruncateTo leaves an active segment without
@@ -100,6 +110,7 @@ func (s *Segment) read(maxBytes int, maxPosition int64, first func(c *cursor) (i
 		if err != nil {
 			return fmt.Errorf("segment: read %s [%d, %d): %w", s.logPath, pos, end, err)
 		}
+		v.SetFraming(fr)
 		return nil
 	})
 	if err != nil {

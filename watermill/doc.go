@@ -2,7 +2,8 @@
 // over a *folio.Broker: a Publisher and a Subscriber that let services written
 // against Watermill's message.Publisher and message.Subscriber run on an
 // embedded Folio queue, and move to Apache Kafka (watermill-kafka) later
-// without touching their handlers.
+// without touching their handlers: examples/watermillkafka (a module of its
+// own) runs one service both ways.
 //
 // The package lives in its own Go module, github.com/foliolog/folio/watermill,
 // so that an application importing only github.com/foliolog/folio never pulls

@@ -22,23 +22,10 @@ func handleOrder(msg *message.Message) error {
 
 // The handler wired to Folio through a Watermill router. Moving the service
 // to an Apache Kafka cluster replaces only the two constructors; the
-// handler, the router and the topic stay. With watermill-kafka
-// (github.com/ThreeDotsLabs/watermill-kafka/v3, which this repository does
-// not build against: the module is not among the ones its CI can fetch) the
-// wiring would be:
-//
-//	sub, err := kafka.NewSubscriber(kafka.SubscriberConfig{
-//		Brokers:       []string{"kafka:9092"},
-//		Unmarshaler:   kafka.DefaultMarshaler{},
-//		ConsumerGroup: "billing",
-//	}, logger)
-//	pub, err := kafka.NewPublisher(kafka.PublisherConfig{
-//		Brokers:   []string{"kafka:9092"},
-//		Marshaler: kafka.DefaultMarshaler{},
-//	}, logger)
-//
-// Folio's own Kafka endpoint, once there, lets watermill-kafka talk to the
-// same data directory as well.
+// handler, the router and the topic stay. The program
+// examples/watermillkafka (a module of its own, so that this one does not
+// require watermill-kafka) runs one service both ways: on Folio by
+// default, on a Kafka cluster through watermill-kafka with -kafka.
 func Example_router() {
 	dir, err := os.MkdirTemp("", "folio-watermill-example")
 	if err != nil {
