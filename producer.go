@@ -252,7 +252,7 @@ func (p *Producer) produce(ctx context.Context, rec *Record, cb func(*Record, er
 		cb(rec, context.Cause(ctx))
 		return false
 	}
-	pp, err := p.route(rec)
+	pp, alone, err := p.route(rec)
 	if err != nil {
 		cb(rec, err)
 		return false
@@ -270,7 +270,7 @@ func (p *Producer) produce(ctx context.Context, rec *Record, cb func(*Record, er
 		return false
 	}
 	p.pending.Add(1)
-	err = pp.add(rec, cb, size)
+	err = pp.add(rec, cb, size, alone)
 	p.closeMu.RUnlock()
 	if err != nil {
 		p.finish(1, size)
@@ -281,24 +281,34 @@ func (p *Producer) produce(ctx context.Context, rec *Record, cb func(*Record, er
 }
 
 // route finds the partition rec goes to and checks that it fits a batch.
-func (p *Producer) route(rec *Record) (*prodPart, error) {
+// It returns the size of a batch holding rec alone (aloneBatchSize), which
+// add needs too.
+func (p *Producer) route(rec *Record) (*prodPart, int, error) {
 	pt, err := p.topicFor(rec.Topic)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if rec.Key == nil && pt.ts.info.Config.Cleanup.Compacts() {
-		return nil, fmt.Errorf("%w: topic %q", ErrNoKey, rec.Topic)
+		return nil, 0, fmt.Errorf("%w: topic %q", ErrNoKey, rec.Topic)
 	}
 	n := int32(len(pt.parts))
 	alone := aloneBatchSize(rec)
 	var idx int32
-	if p.opts.ManualPartitioning {
+	switch {
+	case p.opts.ManualPartitioning:
 		if err := topic.CheckPartition(rec.Partition, n); err != nil {
-			return nil, fmt.Errorf("%w: %s-%d: %w", ErrUnknownPartition, rec.Topic, rec.Partition, err)
+			return nil, 0, fmt.Errorf("%w: %s-%d: %w", ErrUnknownPartition, rec.Topic, rec.Partition, err)
 		}
 		idx = rec.Partition
-	} else if idx, err = pt.partitioner.Partition(rec.Key, alone, n); err != nil {
-		return nil, fmt.Errorf("folio: partitioning for %q: %w", rec.Topic, err)
+	case n == 1:
+		// Every partitioner picks the only partition; the sticky one would
+		// take its mutex per record to say so. Should the topic grow, its
+		// sticky partition is still unset and is picked then.
+		idx = 0
+	default:
+		if idx, err = pt.partitioner.Partition(rec.Key, alone, n); err != nil {
+			return nil, 0, fmt.Errorf("folio: partitioning for %q: %w", rec.Topic, err)
+		}
 	}
 	pp := pt.parts[idx]
 	// BatchBytes caps how many records go together, not how large one may
@@ -306,10 +316,10 @@ func (p *Producer) route(rec *Record) (*prodPart, error) {
 	// in a batch of its own (add seals the batches around it), as with
 	// Kafka's batch.size.
 	if maxBatch := pp.p.MaxBatchBytes(); alone > maxBatch {
-		return nil, fmt.Errorf("%w: record of %d bytes in a batch of its own; %s takes batches up to %d bytes (max.message.bytes)",
+		return nil, 0, fmt.Errorf("%w: record of %d bytes in a batch of its own; %s takes batches up to %d bytes (max.message.bytes)",
 			ErrMessageTooLarge, alone, pp.p, maxBatch)
 	}
-	return pp, nil
+	return pp, alone, nil
 }
 
 type topicCache struct {
@@ -404,16 +414,17 @@ func (p *Producer) Flush(ctx context.Context) error {
 	}
 }
 
-// kickAll starts the append of every partition's buffered records.
+// kickAll starts the append of every partition's buffered records. It
+// kicks under topicsMu rather than copying the partitions aside, an
+// allocation per Flush: kick takes only pp.mu, and nothing holding a
+// pp.mu takes topicsMu.
 func (p *Producer) kickAll() {
 	p.topicsMu.Lock()
-	var parts []*prodPart
+	defer p.topicsMu.Unlock()
 	for _, pt := range p.topics {
-		parts = append(parts, pt.parts...)
-	}
-	p.topicsMu.Unlock()
-	for _, pp := range parts {
-		pp.kick()
+		for _, pp := range pt.parts {
+			pp.kick()
+		}
 	}
 }
 
@@ -467,6 +478,10 @@ type prodPart struct {
 	// Owned by the running sender.
 	seq  int32    // the next batch's base sequence
 	bufs [][]byte // reused encode buffers, one per batch of an append
+	// parts and built are appendBatches' lists, kept between appends
+	// (emptied of their references) so that an append allocates none.
+	parts []encoded
+	built []record.Batch
 }
 
 // pendingBatch is a batch being filled: its encoder and, in order, the
@@ -517,8 +532,7 @@ var builderPool sync.Map // record.Codec -> *sync.Pool of *record.Builder
 // validated options or a topic's configuration, so NewBuilder fails only on
 // a programming error, which the record's callback then reports.
 func getBuilder(codec record.Codec) (*record.Builder, error) {
-	pool, _ := builderPool.LoadOrStore(codec, &sync.Pool{})
-	if b, ok := pool.(*sync.Pool).Get().(*record.Builder); ok {
+	if b, ok := codecPool(codec).Get().(*record.Builder); ok {
 		return b, nil
 	}
 	return record.NewBuilder(&record.BuilderOptions{Codec: codec})
@@ -526,29 +540,44 @@ func getBuilder(codec record.Codec) (*record.Builder, error) {
 
 func putBuilder(codec record.Codec, b *record.Builder) {
 	b.Reset()
-	pool, _ := builderPool.LoadOrStore(codec, &sync.Pool{})
-	pool.(*sync.Pool).Put(b)
+	codecPool(codec).Put(b)
 }
 
-// add puts rec in the open batch and makes sure it will be appended.
-func (pp *prodPart) add(rec *Record, cb func(*Record, error), size int64) error {
+// codecPool returns codec's Builder pool. It looks the pool up before
+// storing one: LoadOrStore's argument, a new Pool, would otherwise be
+// allocated on every call, twice per batch.
+func codecPool(codec record.Codec) *sync.Pool {
+	if pool, ok := builderPool.Load(codec); ok {
+		return pool.(*sync.Pool)
+	}
+	pool, _ := builderPool.LoadOrStore(codec, &sync.Pool{})
+	return pool.(*sync.Pool)
+}
+
+// add puts rec, whose batch alone would be alone bytes, in the open batch
+// and makes sure it will be appended.
+func (pp *prodPart) add(rec *Record, cb func(*Record, error), size int64, alone int) error {
+	pp.mu.Lock()
+	lagging, err := pp.addLocked(rec, cb, size, alone)
+	pp.mu.Unlock()
+	if lagging {
+		// Producing goroutines that never block can keep every P busy
+		// and starve the sender until the memory cap stops them; give
+		// it the processor instead, while full batches queue up.
+		runtime.Gosched()
+	}
+	return err
+}
+
+// addLocked is add under pp.mu; it reports whether the sender lags behind
+// (full batches queue up while it runs).
+func (pp *prodPart) addLocked(rec *Record, cb func(*Record, error), size int64, alone int) (lagging bool, err error) {
 	r := record.Record{Key: rec.Key, Value: rec.Value, Headers: rec.Headers}
 	stamped := !rec.Timestamp.IsZero()
 	if stamped {
 		r.Timestamp = rec.Timestamp.UnixMilli()
 	}
-	pp.mu.Lock()
-	lagging := false
-	defer func() {
-		pp.mu.Unlock()
-		if lagging {
-			// Producing goroutines that never block can keep every P busy
-			// and starve the sender until the memory cap stops them; give
-			// it the processor instead, while full batches queue up.
-			runtime.Gosched()
-		}
-	}()
-	if pp.cur != nil && pp.cur.bld.Len() > 0 && pp.cur.bld.Size()+aloneBatchSize(rec)-record.HeaderSize > min(pp.batchBytes, pp.p.MaxBatchBytes()) {
+	if pp.cur != nil && pp.cur.bld.Len() > 0 && pp.cur.bld.Size()+alone-record.HeaderSize > min(pp.batchBytes, pp.p.MaxBatchBytes()) {
 		pp.sealLocked()
 		lagging = pp.sending && len(pp.ready) >= lagBatches
 	}
@@ -556,7 +585,7 @@ func (pp *prodPart) add(rec *Record, cb func(*Record, error), size int64) error 
 		codec := pp.batchCodec()
 		bld, err := getBuilder(codec)
 		if err != nil {
-			return fmt.Errorf("folio: a batch builder for %s: %w", pp.p, err)
+			return lagging, fmt.Errorf("folio: a batch builder for %s: %w", pp.p, err)
 		}
 		pp.cur = getPendingBatch(bld, codec)
 		pp.cur.now = pp.pr.b.opts.Now().UnixMilli()
@@ -565,12 +594,12 @@ func (pp *prodPart) add(rec *Record, cb func(*Record, error), size int64) error 
 		r.Timestamp = pp.cur.now
 	}
 	if err := pp.cur.bld.Append(r); err != nil {
-		return fmt.Errorf("folio: encoding a record for %s: %w", pp.p, err)
+		return lagging, fmt.Errorf("folio: encoding a record for %s: %w", pp.p, err)
 	}
 	pp.cur.recs = append(pp.cur.recs, pendingRec{rec: rec, cb: cb, ts: r.Timestamp})
 	pp.cur.mem += size
 	pp.scheduleLocked()
-	return nil
+	return lagging, nil
 }
 
 // lagBatches is how many full batches may wait for a busy sender before a
@@ -734,13 +763,18 @@ type encoded struct {
 
 // appendBatches encodes and appends batches, then settles their records.
 func (pp *prodPart) appendBatches(batches []*pendingBatch) {
-	var parts []encoded
+	parts := pp.parts[:0]
 	seq := pp.seq
 	bufi := 0
 	for _, pb := range batches {
 		parts = pp.encode(parts, pb.bld, pb.recs, &seq, &bufi)
 	}
-	built := make([]record.Batch, 0, len(parts))
+	built := pp.built[:0]
+	defer func() {
+		clear(parts) // the callers' records
+		clear(built)
+		pp.parts, pp.built = parts[:0], built[:0]
+	}()
 	for _, e := range parts {
 		if e.err == nil {
 			built = append(built, e.batch)
