@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"strconv"
@@ -355,11 +356,7 @@ func (c *cluster) halt() {
 func (c *cluster) snapshot() []*replPart {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([]*replPart, 0, len(c.parts))
-	for _, rp := range c.parts {
-		out = append(out, rp)
-	}
-	return out
+	return slices.Collect(maps.Values(c.parts))
 }
 
 func (c *cluster) part(tp replica.TopicPartition) *replPart {
