@@ -213,6 +213,11 @@ func TestUncleanElectionTruncationIsTyped(t *testing.T) {
 	if !slices.Equal(read, sent) {
 		t.Fatalf("follower 3's consumer read %v, want %v", read, sent)
 	}
+	// A franz-go consumer reads all 20 from the leader.
+	kcons := clusterClient(t, tc.book[3], kgo.ConsumeTopics(topicName), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if got := pollKgo(ctx, t, kcons, 20, nil); !slices.Equal(got, sent) {
+		t.Fatalf("the kgo consumer read %v, want %v", got, sent)
+	}
 
 	// Broker 3 taken for gone (a pause, say) and the leader crashed:
 	// broker 2, alive and out of the ISR, is all that is left.
@@ -245,6 +250,18 @@ func TestUncleanElectionTruncationIsTyped(t *testing.T) {
 	if te.Topic != topicName || te.Partition != 0 || te.Offset != 20 || te.End != 10 || te.Epoch != 0 {
 		t.Fatalf("truncation error %+v, want %s-0 offset 20 end 10 epoch 0", te, topicName)
 	}
+	// franz-go validates its position with OffsetForLeaderEpoch (KIP-320)
+	// after the leader's epoch moved: the endpoint answers epoch 0 ends at
+	// 10, and the client reports the loss of [10, 20) before reading the
+	// new leader's records from 10.
+	var loss *kgo.ErrDataLoss
+	if got := pollKgo(ctx, t, kcons, 5, &loss); !slices.Equal(got, after) {
+		t.Fatalf("the kgo consumer read %v after the truncation, want %v", got, after)
+	}
+	if loss == nil || loss.Topic != topicName || loss.Partition != 0 || loss.ConsumedTo != 20 || loss.ResetTo != 10 {
+		t.Fatalf("the kgo consumer's data loss %+v, want %s-0 consumed to 20, reset to 10", loss, topicName)
+	}
+
 	// Told, not reset: the position stays for the caller to move.
 	if pos, err := cons.Position(topicName, 0); err != nil || pos != 20 {
 		t.Fatalf("position %d, %v after the truncation error, want 20", pos, err)
@@ -296,4 +313,25 @@ func TestClusterProducerIDsUnique(t *testing.T) {
 			}
 		}
 	}
+}
+
+// pollKgo polls cl until it has n records and returns their values. An
+// *kgo.ErrDataLoss goes to *loss when loss is not nil; any other error
+// fails the test.
+func pollKgo(ctx context.Context, t *testing.T, cl *kgo.Client, n int, loss **kgo.ErrDataLoss) []string {
+	t.Helper()
+	var got []string
+	for len(got) < n {
+		fs := cl.PollFetches(ctx)
+		for _, fe := range fs.Errors() {
+			var dl *kgo.ErrDataLoss
+			if loss != nil && errors.As(fe.Err, &dl) {
+				*loss = dl
+				continue
+			}
+			t.Fatalf("polling %s-%d: %v", fe.Topic, fe.Partition, fe.Err)
+		}
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	return got
 }
