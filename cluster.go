@@ -68,7 +68,9 @@ type ClusterOptions struct {
 	// UncleanLeaderElection is unclean.leader.election.enable: when every
 	// in-sync replica is gone, a replica outside the ISR may be elected,
 	// losing the records only the others held. Open sets it on Metadata
-	// (Mem.Unclean) when true, for every topic of the cluster. Default
+	// (Mem.Unclean) when true, for every topic of the cluster, as Kafka's
+	// broker-level default; a topic's own
+	// TopicConfig.UncleanLeaderElection allows it for that topic. Default
 	// false: the partition stays leaderless until an in-sync replica is
 	// back.
 	UncleanLeaderElection bool

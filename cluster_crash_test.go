@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/foliolog/folio/replica"
+	"github.com/foliolog/folio/topic"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -168,7 +169,8 @@ func TestUncleanElectionOffKeepsLeaderless(t *testing.T) {
 	}
 }
 
-// TestUncleanElectionTruncationIsTyped: with unclean election on, the
+// TestUncleanElectionTruncationIsTyped: with the topic's
+// unclean.leader.election.enable switched on, the
 // in-sync replicas gone, an out-of-sync replica is elected in a new
 // epoch (counted on it, and the state's recovery cleared once it leads);
 // a follower that had more truncates to its log, and an in-process
@@ -178,7 +180,7 @@ func TestUncleanElectionOffKeepsLeaderless(t *testing.T) {
 func TestUncleanElectionTruncationIsTyped(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	tc := newTestCluster(t, 3, ClusterOptions{SessionTimeout: time.Hour, UncleanLeaderElection: true})
+	tc := newTestCluster(t, 3, ClusterOptions{SessionTimeout: time.Hour})
 	const topicName = "unclean"
 	tp := replica.TopicPartition{Topic: topicName, Partition: 0}
 	if _, err := tc.brokers[1].CreateTopic(topicName, TopicConfig{Partitions: 1, Flush: FlushNone}); err != nil {
@@ -217,6 +219,17 @@ func TestUncleanElectionTruncationIsTyped(t *testing.T) {
 	kcons := clusterClient(t, tc.book[3], kgo.ConsumeTopics(topicName), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if got := pollKgo(ctx, t, kcons, 20, nil); !slices.Equal(got, sent) {
 		t.Fatalf("the kgo consumer read %v, want %v", got, sent)
+	}
+
+	// The topic's unclean.leader.election.enable, switched on live
+	// through one broker, reaches the controller.
+	if _, err := tc.brokers[3].AlterTopicConfig(topicName, false, func(c *TopicConfig) error {
+		return c.Set(topic.KeyUnclean, "true")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if rec, _ := tc.meta.Topic(topicName); !rec.Config.UncleanLeaderElection {
+		t.Fatalf("the metadata's topic config %+v after the alter", rec.Config)
 	}
 
 	// Broker 3 taken for gone (a pause, say) and the leader crashed:

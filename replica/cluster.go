@@ -111,3 +111,21 @@ func (m *Mem) AllocateProducerID(floor int64) int64 {
 	m.nextProducerID = id + 1
 	return id
 }
+
+// AlterTopicConfig replaces the configuration of the replicated topic
+// name, as a broker's AlterTopicConfig changed it; the partition count
+// is kept. It reports whether the topic exists. Of the configuration the
+// metadata acts on unclean.leader.election.enable only.
+func (m *Mem) AlterTopicConfig(name string, cfg topic.Config) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rec, ok := m.topics[name]
+	if !ok {
+		return false
+	}
+	cfg.Partitions = rec.Config.Partitions
+	rec.Config = cfg
+	m.topics[name] = rec
+	m.notifyLocked()
+	return true
+}

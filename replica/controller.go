@@ -13,7 +13,8 @@ import (
 // removes it from every ISR (except an ISR's last member, whose log is
 // the only one known complete) and elects a new leader for each
 // partition it led: the first live in-sync replica in assignment order,
-// or, with none and Unclean set, the first live replica outside the ISR
+// or, with none and Unclean set (or the topic's
+// unclean.leader.election.enable), the first live replica outside the ISR
 // (an unclean election: State.Recovering is set, the records only the
 // others held are lost). With neither, the partition stays leaderless
 // (-1) until an in-sync replica is back.
@@ -112,7 +113,7 @@ func (m *Mem) electLocked(gone []int32) []Election {
 		}
 		unclean := false
 		if ns.Leader == -1 {
-			ns.Leader, unclean = m.candidateLocked(ns)
+			ns.Leader, unclean = m.candidateLocked(tp, ns)
 			if unclean {
 				ns.ISR = []Member{{ID: ns.Leader, Incarnation: m.incarnations[ns.Leader]}}
 			}
@@ -138,15 +139,16 @@ func (m *Mem) electLocked(gone []int32) []Election {
 }
 
 // candidateLocked picks the leader of a leaderless partition: the first
-// live in-sync replica in assignment order, else with Unclean the first
-// live replica (unclean), else none (-1).
-func (m *Mem) candidateLocked(s State) (leader int32, unclean bool) {
+// live in-sync replica in assignment order, else, with Unclean or the
+// topic's unclean.leader.election.enable, the first live replica
+// (unclean), else none (-1).
+func (m *Mem) candidateLocked(tp TopicPartition, s State) (leader int32, unclean bool) {
 	for _, id := range s.Replicas {
 		if _, live := m.sessions[id]; live && s.InISR(id) {
 			return id, false
 		}
 	}
-	if m.Unclean {
+	if m.Unclean || m.topics[tp.Topic].Config.UncleanLeaderElection {
 		for _, id := range s.Replicas {
 			if _, live := m.sessions[id]; live {
 				return id, true

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/foliolog/folio/topic"
 )
 
 // TestMemSessions: a lapsed session fences its broker out of the ISRs and
@@ -71,5 +73,36 @@ func TestMemSessions(t *testing.T) {
 	}
 	if st, _ = m.Partition(t.Context(), tp); st.Recovering {
 		t.Fatalf("still recovering: %+v", st)
+	}
+}
+
+// TestMemTopicUnclean: a topic's unclean.leader.election.enable, set at
+// creation or by AlterTopicConfig, allows the unclean election of its
+// partitions only.
+func TestMemTopicUnclean(t *testing.T) {
+	m := NewMem()
+	t0 := time.Unix(1000, 0)
+	for id := int32(1); id <= 2; id++ {
+		m.Register(id, 1)
+		_ = m.Heartbeat(id, 1, t0)
+	}
+	for _, name := range []string{"a", "b"} {
+		rec := TopicRecord{Name: name, Config: topic.Config{Partitions: 1}}
+		if err := m.CreateTopic(rec, [][]int32{{1, 2}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.Fence(TopicPartition{name, 0}, 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !m.AlterTopicConfig("b", topic.Config{UncleanLeaderElection: true}) || m.AlterTopicConfig("c", topic.Config{}) {
+		t.Fatal("AlterTopicConfig: wrong report")
+	}
+	if rec, _ := m.Topic("b"); rec.Config.Partitions != 1 {
+		t.Fatalf("AlterTopicConfig lost the partition count: %+v", rec.Config)
+	}
+	es := m.EndSession(1)
+	if len(es) != 2 || es[0].Topic != "a" || es[0].Leader != -1 || es[1].Topic != "b" || es[1].Leader != 2 || !es[1].Unclean {
+		t.Fatalf("elections %+v: want a leaderless, b led by 2 uncleanly", es)
 	}
 }
