@@ -266,18 +266,36 @@ func (c *cluster) replication(in topic.Info, p int32) partition.Replication {
 func (c *cluster) start() {
 	c.meta.Register(c.opts.BrokerID, c.inc)
 	c.heartbeat()
-	c.wg.Add(1)
+	c.wg.Add(2)
 	go func() {
 		defer c.wg.Done()
 		c.manage()
 	}()
+	go func() {
+		defer c.wg.Done()
+		c.beat()
+	}()
+}
+
+// beat heartbeats every SessionTimeout/4 on a goroutine of its own, so
+// that a manager busy creating a topic or changing roles does not let
+// the session lapse.
+func (c *cluster) beat() {
+	t := time.NewTicker(max(c.opts.SessionTimeout/4, time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C:
+			c.heartbeat()
+		}
+	}
 }
 
 func (c *cluster) manage() {
 	tick := time.NewTicker(max(c.opts.LagTime/2, time.Millisecond))
 	defer tick.Stop()
-	beat := time.NewTicker(max(c.opts.SessionTimeout/4, time.Millisecond))
-	defer beat.Stop()
 	for {
 		v, next := c.meta.Changes()
 		c.sync()
@@ -288,8 +306,6 @@ func (c *cluster) manage() {
 		case <-next:
 		case <-tick.C:
 			c.tickLeaders()
-		case <-beat.C:
-			c.heartbeat()
 		}
 	}
 }
