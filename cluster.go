@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"strconv"
@@ -67,9 +68,24 @@ type ClusterOptions struct {
 	// UncleanLeaderElection is unclean.leader.election.enable: when every
 	// in-sync replica is gone, a replica outside the ISR may be elected,
 	// losing the records only the others held. Open sets it on Metadata
-	// (Mem.Unclean) when true. Default false.
+	// (Mem.Unclean) when true, for every topic of the cluster, as Kafka's
+	// broker-level default; a topic's own
+	// TopicConfig.UncleanLeaderElection allows it for that topic. Default
+	// false: the partition stays leaderless until an in-sync replica is
+	// back.
 	UncleanLeaderElection bool
+
+	// SessionTimeout is broker.session.timeout.ms: the broker heartbeats
+	// to Metadata every SessionTimeout/4, and a broker that has not
+	// heartbeat for SessionTimeout is taken for crashed by the others,
+	// which elect new leaders for its partitions (replica.Mem's
+	// ExpireSessions). Default DefaultSessionTimeout.
+	SessionTimeout time.Duration
 }
+
+// DefaultSessionTimeout is ClusterOptions.SessionTimeout's default,
+// Kafka's broker.session.timeout.ms.
+const DefaultSessionTimeout = 9 * time.Second
 
 func (o *ClusterOptions) withDefaults() ClusterOptions {
 	c := *o
@@ -81,6 +97,9 @@ func (o *ClusterOptions) withDefaults() ClusterOptions {
 	}
 	if c.LagTime == 0 {
 		c.LagTime = replica.DefaultLagTime
+	}
+	if c.SessionTimeout == 0 {
+		c.SessionTimeout = DefaultSessionTimeout
 	}
 	return c
 }
@@ -99,6 +118,8 @@ func (o *ClusterOptions) validate() error {
 		return fmt.Errorf("%w: ClusterOptions.MinInsyncReplicas %d", ErrInvalidConfig, o.MinInsyncReplicas)
 	case o.LagTime < 0:
 		return fmt.Errorf("%w: ClusterOptions.LagTime %s is negative", ErrInvalidConfig, o.LagTime)
+	case o.SessionTimeout < 0:
+		return fmt.Errorf("%w: ClusterOptions.SessionTimeout %s is negative", ErrInvalidConfig, o.SessionTimeout)
 	}
 	for id, addr := range o.Brokers {
 		if _, _, err := splitHostPort(addr); err != nil {
@@ -159,6 +180,13 @@ type cluster struct {
 
 	mu    sync.Mutex // guards parts
 	parts map[replica.TopicPartition]*replPart
+
+	// crashed makes stop skip the controlled shutdown's hand-over, as a
+	// crash would (tests).
+	crashed atomic.Bool
+	// uncleanElections counts the unclean elections that made this broker
+	// a leader (Stats.UncleanElections).
+	uncleanElections atomic.Int64
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -234,14 +262,35 @@ func (c *cluster) replication(in topic.Info, p int32) partition.Replication {
 	return replHook{rp.hook, rp}
 }
 
-// start registers the broker and runs the manager.
+// start registers the broker, opens its session, and runs the manager.
 func (c *cluster) start() {
 	c.meta.Register(c.opts.BrokerID, c.inc)
-	c.wg.Add(1)
+	c.heartbeat()
+	c.wg.Add(2)
 	go func() {
 		defer c.wg.Done()
 		c.manage()
 	}()
+	go func() {
+		defer c.wg.Done()
+		c.beat()
+	}()
+}
+
+// beat heartbeats every SessionTimeout/4 on a goroutine of its own, so
+// that a manager busy creating a topic or changing roles does not let
+// the session lapse.
+func (c *cluster) beat() {
+	t := time.NewTicker(max(c.opts.SessionTimeout/4, time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C:
+			c.heartbeat()
+		}
+	}
 }
 
 func (c *cluster) manage() {
@@ -261,10 +310,28 @@ func (c *cluster) manage() {
 	}
 }
 
+// heartbeat keeps this broker's session alive and plays the controller:
+// brokers whose sessions lapsed are taken for crashed, and their
+// partitions get new leaders (replica.Mem's ExpireSessions).
+func (c *cluster) heartbeat() {
+	now := c.b.opts.Now()
+	if err := c.meta.Heartbeat(c.opts.BrokerID, c.inc, now); err != nil {
+		c.b.logger.Error("folio: heartbeat to the cluster metadata", "broker", c.opts.BrokerID, "err", err)
+	}
+	for _, e := range c.meta.ExpireSessions(now, c.opts.SessionTimeout) {
+		c.b.logger.Info("folio: a broker's session lapsed: new leader", "partition", e.String(),
+			"leader", e.Leader, "epoch", e.LeaderEpoch, "unclean", e.Unclean)
+	}
+}
+
 // stop is the broker's controlled shutdown: it hands each partition it
 // leads to another in-sync replica (or leaves it leaderless), leaves the
 // ISRs, stops its followers and leaders, and leaves the in-process link.
 func (c *cluster) stop() {
+	if c.crashed.Load() {
+		c.halt()
+		return
+	}
 	for _, rp := range c.snapshot() {
 		st, err := c.meta.Partition(c.ctx, rp.tp)
 		if err != nil {
@@ -285,6 +352,14 @@ func (c *cluster) stop() {
 			_, _ = c.meta.Fence(rp.tp, c.opts.BrokerID)
 		}
 	}
+	c.meta.EndSession(c.opts.BrokerID)
+	c.halt()
+}
+
+// halt stops the manager, the followers and the leaders without a word to
+// the metadata: all of a crash but the lost bytes. The others learn of it
+// when the session lapses.
+func (c *cluster) halt() {
 	c.cancel()
 	c.wg.Wait()
 	_ = c.follower.Close()
@@ -299,11 +374,7 @@ func (c *cluster) stop() {
 func (c *cluster) snapshot() []*replPart {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([]*replPart, 0, len(c.parts))
-	for _, rp := range c.parts {
-		out = append(out, rp)
-	}
-	return out
+	return slices.Collect(maps.Values(c.parts))
 }
 
 func (c *cluster) part(tp replica.TopicPartition) *replPart {
@@ -377,6 +448,16 @@ func (c *cluster) apply(rp *replPart, st replica.State) {
 		}
 		rp.leader = ld
 		rp.hook.SetLeader(ld)
+		if st.Recovering {
+			// An unclean election made this replica the leader: what
+			// only the others held is lost, and consumers past its log
+			// end learn it on their next fetch (KIP-320).
+			c.uncleanElections.Add(1)
+			c.b.logger.Warn("folio: unclean leader election: leading from outside the ISR, records only the others held are lost",
+				"partition", rp.tp.String(), "epoch", st.LeaderEpoch, "logEnd", rp.part.Load().LogEndOffset())
+			c.meta.Recovered(rp.tp, me, st.LeaderEpoch)
+			return
+		}
 		c.b.logger.Info("folio: leading", "partition", rp.tp.String(), "epoch", st.LeaderEpoch, "isr", len(st.ISR))
 		return
 	}

@@ -451,6 +451,7 @@ func TestClusterOptionsValidate(t *testing.T) {
 		{ClusterOptions{BrokerID: 1, Metadata: meta, Brokers: book, ReplicationFactor: 3}, "ReplicationFactor"},
 		{ClusterOptions{BrokerID: 1, Metadata: meta, Brokers: book, MinInsyncReplicas: -1}, "MinInsyncReplicas"},
 		{ClusterOptions{BrokerID: 1, Metadata: meta, Brokers: map[int32]string{1: "nohost"}}, "Brokers[1]"},
+		{ClusterOptions{BrokerID: 1, Metadata: meta, Brokers: book, SessionTimeout: -time.Second}, "SessionTimeout"},
 	} {
 		b, err := Open(filepath.Join(t.TempDir(), "d"), &Options{Cluster: &c.o})
 		if err == nil {

@@ -213,6 +213,14 @@ type assignedPart struct {
 	// rather than FetchBytes, whose batch headers it would walk for
 	// nothing. Only Poll (under pollMu) touches it.
 	recBytes int
+	// epoch is the leader epoch of the batch of the last record Poll took,
+	// valid while the position's generation is epochGen (a Seek or Assign
+	// makes it unknown), and checked the latest epoch of the log when its
+	// lineage was last found to reach the position: the log truncated
+	// below the position is told (*TruncatedError), not read on from
+	// (KIP-320). Only Poll (under pollMu) touches them.
+	epoch, checked int32
+	epochGen       uint64
 }
 
 // heldViews are the read views and decompression buffers that zero-copy
@@ -626,6 +634,9 @@ func (c *Consumer) commit(parts []pollPart) {
 // fetch appends records of one partition from pp.pos to recs.
 func (c *Consumer) fetch(pp *pollPart, recs []Record) ([]Record, error) {
 	p := pp.ap.p
+	if err := checkLineage(pp); err != nil {
+		return recs, err
+	}
 	for resets := 0; ; resets++ {
 		maxBytes := c.readBytes(pp.ap, c.opts.MaxPollRecords-len(recs))
 		v, err := p.Read(pp.pos, maxBytes, log.BoundHighWatermark)
@@ -687,6 +698,29 @@ func (c *Consumer) fetch(pp *pollPart, recs []Record) ([]Record, error) {
 		}
 		return recs, fmt.Errorf("folio: reading %s at %d: %w", p, pp.pos, err)
 	}
+}
+
+// checkLineage fails with a *TruncatedError if the log, in the lineage of
+// the leader epoch of the last record the consumer took, now ends below
+// its position: an unclean leader election truncated what it had read
+// (KIP-320's validation of the position after a change of leader). It
+// looks only when the log's latest epoch moved since it last looked or
+// the log ends below the position.
+func checkLineage(pp *pollPart) error {
+	ap := pp.ap
+	if ap.epochGen != pp.gen || ap.epoch < 0 {
+		return nil
+	}
+	l := ap.p.Log()
+	latest := l.LatestEpoch()
+	if latest == ap.checked && l.LogEndOffset() >= pp.pos {
+		return nil
+	}
+	if _, end := l.EndOffsetForEpoch(ap.epoch); end >= 0 && end < pp.pos {
+		return &TruncatedError{Topic: ap.p.Topic(), Partition: ap.p.Index(), Offset: pp.pos, Epoch: ap.epoch, End: end}
+	}
+	ap.checked = latest
+	return nil
 }
 
 // readBytes is how many bytes of batches to read for want more records of
@@ -772,6 +806,11 @@ func (c *Consumer) decode(pp *pollPart, v *readpath.View, recs []Record) (_ []Re
 				// Offsets after the last record (compaction gaps) belong
 				// to this batch: move past them.
 				pp.pos, pp.moved = bt.LastOffset()+1, true
+			}
+			if pp.moved {
+				if e := bt.PartitionLeaderEpoch(); e != pp.ap.epoch || pp.ap.epochGen != pp.gen {
+					pp.ap.epoch, pp.ap.checked, pp.ap.epochGen = e, e, pp.gen
+				}
 			}
 			if full {
 				break

@@ -97,7 +97,12 @@
 // returns once every in-sync replica holds it, and is refused with
 // NOT_ENOUGH_REPLICAS, nothing written, while fewer than
 // MinInsyncReplicas are in sync. Close is a controlled shutdown: the
-// partitions a Broker leads move to another in-sync replica first. The
+// partitions a Broker leads move to another in-sync replica first. A
+// Broker that stops without Close is taken for crashed once it has not
+// heartbeat for SessionTimeout, and its partitions move to in-sync
+// replicas then; with none left a partition waits for one, unless
+// UncleanLeaderElection lets a replica outside the ISR lead, losing
+// records: a Consumer that had read them gets ErrTruncated. The
 // cluster's metadata is shared in memory, so the Brokers of one cluster
 // live in one process until the metadata moves to Raft;
 // __consumer_offsets is not replicated yet (one broker coordinates every

@@ -105,6 +105,16 @@ var (
 	// OFFSET_OUT_OF_RANGE.
 	ErrOffsetOutOfRange = errs.New("folio: offset out of range", kerr.OffsetOutOfRange)
 
+	// ErrTruncated is returned by a Consumer's Poll when the partition's
+	// log was truncated below the consumer's position: an unclean leader
+	// election elected a replica that lacked records the consumer had
+	// read (KIP-320's log truncation). The error is a *TruncatedError
+	// with the offsets; the consumer's position is left as it was, for
+	// the caller to Seek (to TruncatedError.End, say) knowing what was
+	// lost. Its Kafka code is OFFSET_OUT_OF_RANGE, of which Kafka's
+	// LogTruncationException is a kind.
+	ErrTruncated = errs.New("folio: log truncated below the consumer's position", kerr.OffsetOutOfRange)
+
 	// ErrOutOfOrderSequence is topic.ErrOutOfOrderSequence: an idempotent
 	// batch whose first sequence does not follow the producer's last one.
 	// Kafka: OUT_OF_ORDER_SEQUENCE_NUMBER.
@@ -171,6 +181,26 @@ func (e *OffsetOutOfRangeError) Error() string {
 // Unwrap makes errors.Is(err, ErrOffsetOutOfRange) true, and gives the
 // error ErrOffsetOutOfRange's Kafka code.
 func (e *OffsetOutOfRangeError) Unwrap() error { return ErrOffsetOutOfRange }
+
+// TruncatedError reports that a partition's log now ends, in the lineage
+// of the leader epoch the consumer last read (Epoch), at End, below the
+// consumer's position Offset: the records [End, Offset) the consumer had
+// read are gone. errors.Is(err, ErrTruncated) matches it.
+type TruncatedError struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Epoch     int32
+	End       int64
+}
+
+func (e *TruncatedError) Error() string {
+	return fmt.Sprintf("folio: %s-%d: the log was truncated to %d below the consumer's position %d (leader epoch %d)",
+		e.Topic, e.Partition, e.End, e.Offset, e.Epoch)
+}
+
+// Unwrap makes errors.Is(err, ErrTruncated) true.
+func (e *TruncatedError) Unwrap() error { return ErrTruncated }
 
 // IsCorrupt reports whether err is about damaged bytes on disk, whichever
 // layer found them: this package's metadata, a topic catalog or producer

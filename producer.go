@@ -170,6 +170,9 @@ func (b *Broker) NewProducer(opts *ProducerOptions) (*Producer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("folio: allocating a producer id: %w", err)
 		}
+		if b.cluster != nil {
+			id = b.cluster.meta.AllocateProducerID(id) // unique in the cluster
+		}
 		p.pid, p.epoch = id, 0
 	}
 	b.clientsMu.Lock()

@@ -38,23 +38,13 @@ const (
 func BenchmarkReplicatedProduce(b *testing.B) {
 	cfg := topic.Config{Flush: log.FlushNone}
 	b.Run("single/acks=1", func(b *testing.B) {
-		meta := replica.NewMem()
-		meta.Register(1, 1)
-		if _, err := meta.Create(rnTP, 1); err != nil {
-			b.Fatal(err)
-		}
+		meta := rnMeta(b, 1)
 		leader := startRNBroker(b, 1, cfg)
 		leader.lead(b, meta, 1)
 		rpRun(replica.WithAcks(context.Background(), replica.AckLeader), b, leader)
 	})
 	b.Run("replicated/acks=all", func(b *testing.B) {
-		meta := replica.NewMem()
-		for id := int32(1); id <= 3; id++ {
-			meta.Register(id, 1)
-		}
-		if _, err := meta.Create(rnTP, 1, 2, 3); err != nil {
-			b.Fatal(err)
-		}
+		meta := rnMeta(b, 1, 2, 3)
 		brokers := []*rnBroker{startRNBroker(b, 1, cfg), startRNBroker(b, 2, cfg), startRNBroker(b, 3, cfg)}
 		brokers[0].lead(b, meta, 2)
 		for _, f := range brokers[1:] {

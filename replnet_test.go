@@ -176,6 +176,21 @@ func (b *rnBroker) follower(t testing.TB, meta replica.Metadata, cluster ...*rnB
 	return f
 }
 
+// rnMeta returns an in-memory metadata with replicas registered (each
+// in incarnation 1) and rnTP created on them, the first leading in epoch
+// 0.
+func rnMeta(t testing.TB, replicas ...int32) *replica.Mem {
+	t.Helper()
+	meta := replica.NewMem()
+	for _, id := range replicas {
+		meta.Register(id, 1)
+	}
+	if _, err := meta.Create(rnTP, replicas...); err != nil {
+		t.Fatal(err)
+	}
+	return meta
+}
+
 // rnLogger logs to stderr under -v.
 func rnLogger() *slog.Logger {
 	if !testing.Verbose() {
@@ -279,12 +294,7 @@ func keys(m map[string][]byte) []string {
 // segment files (several, the topic rolls small segments) end byte-identical.
 func TestReplicationFollowerCatchesUp(t *testing.T) {
 	cfg := topic.Config{Flush: log.FlushNone, SegmentBytes: 64 << 10}
-	meta := replica.NewMem()
-	meta.Register(1, 1)
-	meta.Register(2, 1)
-	if _, err := meta.Create(rnTP, 1, 2); err != nil {
-		t.Fatal(err)
-	}
+	meta := rnMeta(t, 1, 2)
 	b1, b2 := startRNBroker(t, 1, cfg), startRNBroker(t, 2, cfg)
 	ld := b1.lead(t, meta, 2)
 	const n = 200
@@ -336,12 +346,7 @@ func TestReplicationFollowerCatchesUp(t *testing.T) {
 // NOT_LEADER_OR_FOLLOWER on the old leader.
 func TestReplicationTruncatesDivergentTail(t *testing.T) {
 	cfg := topic.Config{Flush: log.FlushNone}
-	meta := replica.NewMem()
-	meta.Register(1, 1)
-	meta.Register(2, 1)
-	if _, err := meta.Create(rnTP, 2, 1); err != nil {
-		t.Fatal(err)
-	}
+	meta := rnMeta(t, 2, 1)
 	b1, b2 := startRNBroker(t, 1, cfg), startRNBroker(t, 2, cfg)
 	ld2 := b2.lead(t, meta, 1)
 	ack1 := replica.WithAcks(context.Background(), replica.AckLeader)
@@ -437,12 +442,7 @@ var rnBenchMiB = flag.Int("replnet-mib", 64, "MiB the leader holds in BenchmarkR
 // leader's log size over the time to copy it.
 func BenchmarkReplicationCatchUp(b *testing.B) {
 	cfg := topic.Config{Flush: log.FlushNone}
-	meta := replica.NewMem()
-	meta.Register(1, 1)
-	meta.Register(2, 1)
-	if _, err := meta.Create(rnTP, 1, 2); err != nil {
-		b.Fatal(err)
-	}
+	meta := rnMeta(b, 1, 2)
 	leader := startRNBroker(b, 1, cfg)
 	leader.lead(b, meta, 1)
 	ack1 := replica.WithAcks(context.Background(), replica.AckLeader)
@@ -573,13 +573,7 @@ func BenchmarkReplicationCatchUp(b *testing.B) {
 // byte-identical.
 func TestReplicationFollowsLeaderChange(t *testing.T) {
 	cfg := topic.Config{Flush: log.FlushNone}
-	meta := replica.NewMem()
-	for id := int32(1); id <= 3; id++ {
-		meta.Register(id, 1)
-	}
-	if _, err := meta.Create(rnTP, 1, 2, 3); err != nil {
-		t.Fatal(err)
-	}
+	meta := rnMeta(t, 1, 2, 3)
 	b1, b2, b3 := startRNBroker(t, 1, cfg), startRNBroker(t, 2, cfg), startRNBroker(t, 3, cfg)
 	ld1 := b1.lead(t, meta, 2)
 	f2 := b2.follower(t, meta, b1, b2, b3)
@@ -641,12 +635,7 @@ func TestReplicationFollowsLeaderChange(t *testing.T) {
 // append is acknowledged, the follower's durable end has passed it.
 func TestReplicationFollowerSyncsUnderFlushSync(t *testing.T) {
 	cfg := topic.Config{Flush: log.FlushSync}
-	meta := replica.NewMem()
-	meta.Register(1, 1)
-	meta.Register(2, 1)
-	if _, err := meta.Create(rnTP, 1, 2); err != nil {
-		t.Fatal(err)
-	}
+	meta := rnMeta(t, 1, 2)
 	b1, b2 := startRNBroker(t, 1, cfg), startRNBroker(t, 2, cfg)
 	b1.lead(t, meta, 2)
 	f := b2.follower(t, meta, b1, b2)

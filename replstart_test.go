@@ -24,12 +24,7 @@ import (
 // reaches the leader's end on both.
 func TestReplicationFollowerBelowLeaderStart(t *testing.T) {
 	cfg := topic.Config{Flush: log.FlushNone, SegmentBytes: 16 << 10}
-	meta := replica.NewMem()
-	meta.Register(1, 1)
-	meta.Register(2, 1)
-	if _, err := meta.Create(rnTP, 1, 2); err != nil {
-		t.Fatal(err)
-	}
+	meta := rnMeta(t, 1, 2)
 	b1, b2 := startRNBroker(t, 1, cfg), startRNBroker(t, 2, cfg)
 	var clock atomic.Int64
 	clock.Store(time.Unix(1700000000, 0).UnixNano())

@@ -87,6 +87,10 @@ func (b *Broker) AllocateProducerID() (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("folio: allocating a producer id: %w", err)
 	}
+	if b.cluster != nil {
+		// Unique in the cluster: the brokers' own counters overlap.
+		return b.cluster.meta.AllocateProducerID(id), nil
+	}
 	return id, nil
 }
 

@@ -35,6 +35,12 @@ type Stats struct {
 	// ProduceBlocked counts produce calls that waited for buffer memory.
 	ProduceBlocked int64
 
+	// UncleanElections counts the unclean leader elections (a replica
+	// outside the ISR elected, ClusterOptions.UncleanLeaderElection) that
+	// made this Broker a partition's leader since Open; zero without
+	// ClusterOptions.
+	UncleanElections int64
+
 	// Checkpoints counts checkpoint files written; LastCheckpoint is when
 	// the last one was (zero if none yet).
 	Checkpoints    int64
@@ -114,6 +120,9 @@ func (b *Broker) Stats() Stats {
 		st.LastCheckpoint = time.Unix(0, ns)
 	}
 	st.ProduceBlocked = b.producerBlock.Load()
+	if b.cluster != nil {
+		st.UncleanElections = b.cluster.uncleanElections.Load()
+	}
 	if b.cleaner != nil {
 		st.Cleaner = b.cleaner.Stats()
 	}

@@ -498,5 +498,10 @@ func (b *Broker) AlterTopicConfig(name string, validateOnly bool, change func(*T
 	}
 	ts := &topicState{info: in, parts: old.parts}
 	b.publishLocked(ts, int32(len(old.parts)))
+	if b.cluster != nil {
+		// The cluster's elections read unclean.leader.election.enable
+		// from the metadata.
+		b.cluster.meta.AlterTopicConfig(name, in.Config)
+	}
 	return b.describe(ts), nil
 }

@@ -96,3 +96,36 @@ func (m *Mem) SetUnclean(unclean bool) {
 	defer m.mu.Unlock()
 	m.Unclean = unclean
 }
+
+// AllocateProducerID returns a producer id unique among the brokers
+// sharing this metadata, and at least floor: each broker passes the next
+// id of its own durable counter, so the id is also above every id it
+// handed out before a restart. (Kafka's controller hands out blocks of
+// producer ids, KIP-730; without it, two brokers counting each on their
+// own give two producers one id, and after a failover the second's
+// records are taken for the first's duplicates.)
+func (m *Mem) AllocateProducerID(floor int64) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	id := max(m.nextProducerID, floor)
+	m.nextProducerID = id + 1
+	return id
+}
+
+// AlterTopicConfig replaces the configuration of the replicated topic
+// name, as a broker's AlterTopicConfig changed it; the partition count
+// is kept. It reports whether the topic exists. Of the configuration the
+// metadata acts on unclean.leader.election.enable only.
+func (m *Mem) AlterTopicConfig(name string, cfg topic.Config) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rec, ok := m.topics[name]
+	if !ok {
+		return false
+	}
+	cfg.Partitions = rec.Config.Partitions
+	rec.Config = cfg
+	m.topics[name] = rec
+	m.notifyLocked()
+	return true
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 )
 
 // TopicPartition names one partition.
@@ -31,6 +32,11 @@ type State struct {
 	// Version (Kafka's partition epoch) rises with every change of the
 	// state: the compare-and-swap token of AlterPartition.
 	Version int32
+	// Recovering is set by an unclean election (Kafka's
+	// LeaderRecoveryState RECOVERING, KIP-704) until the new leader has
+	// taken the lead (Mem.Recovered): the leader's broker logs and counts
+	// the election then. A clean election clears it.
+	Recovering bool
 }
 
 // Member is one in-sync replica and the incarnation it joined under.
@@ -92,6 +98,11 @@ type Mem struct {
 	// Unclean allows Elect to choose a replica outside the ISR. Default
 	// false, as Kafka's unclean.leader.election.enable.
 	Unclean bool
+	// sessions is each live broker's last heartbeat (controller.go).
+	sessions map[int32]time.Time
+	// nextProducerID is the next producer id AllocateProducerID hands
+	// out (cluster.go).
+	nextProducerID int64
 }
 
 // NewMem returns an empty in-memory metadata.
@@ -199,6 +210,7 @@ func (m *Mem) Elect(tp TopicPartition, leader int32) (State, bool, error) {
 		}
 		s.ISR = []Member{{ID: leader, Incarnation: m.incarnations[leader]}}
 	}
+	s.Recovering = unclean
 	s.Leader = leader
 	s.LeaderEpoch++
 	s.Version++

@@ -174,6 +174,10 @@ type sim struct {
 	dup           float64
 	maxWait       time.Duration
 
+	// sessions makes the Mem the controller: replicas heartbeat and
+	// Mem.ExpireSessions elects (sim_session_test.go).
+	sessions bool
+
 	events     int
 	err        error
 	record     bool
@@ -366,6 +370,10 @@ func (s *sim) send(a, b int32, what string, fn func()) {
 // controller fences replicas whose session ended (down or isolated past
 // the session timeout) and elects a leader, cleanly, when there is none.
 func (s *sim) controller() {
+	if s.sessions {
+		s.sessionController()
+		return
+	}
 	ctx := context.Background()
 	st, _ := s.meta.Partition(ctx, tp0)
 	for _, n := range s.nodes {

@@ -108,6 +108,12 @@ type Config struct {
 	// Compression is the codec batches are stored with. Default
 	// CompressionProducer: as the producer sent them.
 	Compression Compression
+	// UncleanLeaderElection is Kafka's unclean.leader.election.enable for
+	// a replicated topic: when no in-sync replica of a partition is left,
+	// a replica outside the ISR may lead, losing the records only the
+	// others held. Default false: the partition waits for an in-sync
+	// replica. A topic of a single Broker has no use for it.
+	UncleanLeaderElection bool
 }
 
 // WithDefaults returns c with every zero field set to its default.
@@ -194,6 +200,7 @@ const (
 	KeyTimestampType   = "message.timestamp.type"
 	KeyMaxMessageBytes = "max.message.bytes"
 	KeyCompression     = "compression.type"
+	KeyUnclean         = "unclean.leader.election.enable"
 
 	KeyMinCleanableDirtyRatio = "min.cleanable.dirty.ratio"
 	KeyMinCompactionLag       = "min.compaction.lag.ms"
@@ -204,7 +211,7 @@ const (
 var Keys = []string{
 	KeyPartitions, KeyRetentionBytes, KeyRetentionAge, KeySegmentBytes, KeySegmentAge,
 	KeyFlush, KeyReadPath, KeyCleanup, KeyMinCleanableDirtyRatio, KeyMinCompactionLag, KeyDeleteRetention,
-	KeyTimestampType, KeyMaxMessageBytes, KeyCompression,
+	KeyTimestampType, KeyMaxMessageBytes, KeyCompression, KeyUnclean,
 }
 
 // keyAliases are the short names a command line uses (-retention 7d).
@@ -240,6 +247,7 @@ func (c Config) Settings() []Setting {
 		{KeyTimestampType, d.TimestampType.String()},
 		{KeyMaxMessageBytes, FormatBytes(int64(d.MaxMessageBytes))},
 		{KeyCompression, d.Compression.String()},
+		{KeyUnclean, strconv.FormatBool(d.UncleanLeaderElection)},
 	}
 }
 
@@ -294,6 +302,8 @@ func (c *Config) Set(key, value string) error {
 		n.MaxMessageBytes = int32(b)
 	case KeyCompression:
 		n.Compression, err = ParseCompression(value)
+	case KeyUnclean:
+		n.UncleanLeaderElection, err = strconv.ParseBool(value)
 	default:
 		return fmt.Errorf("%w: unknown setting %q", ErrInvalidConfig, key)
 	}

@@ -39,7 +39,6 @@ type kafkaConfig struct {
 // the default Kafka reports for them.
 var acceptedKeys = map[string]string{
 	"min.insync.replicas":                     "1",
-	"unclean.leader.election.enable":          "false",
 	"index.interval.bytes":                    "4096",
 	"segment.index.bytes":                     "10485760",
 	"segment.jitter.ms":                       "0",
@@ -165,6 +164,7 @@ func kafkaValues(cfg topic.Config) [][2]string {
 		{"segment.ms", ms(cfg.SegmentAge)},
 		{topic.KeyFlush, cfg.Flush.String()},
 		{topic.KeyReadPath, cfg.ReadPath.String()},
+		{topic.KeyUnclean, strconv.FormatBool(cfg.UncleanLeaderElection)},
 	}
 }
 

@@ -62,6 +62,7 @@ var settingHelp = map[string]string{
 	topic.KeyTimestampType:          "whose clock stamps records: CreateTime (the producer's) or LogAppendTime (the log's, at append)",
 	topic.KeyMaxMessageBytes:        "the largest batch the topic accepts (a size: 1MiB, 4096)",
 	topic.KeyCompression:            "how batches are stored: producer (as sent), none, gzip, snappy, lz4 or zstd",
+	topic.KeyUnclean:                "whether a replica outside the ISR may lead a replicated partition when no in-sync one is left, losing records: true or false",
 }
 
 func topicsCreate(e env, args []string) (err error) {

@@ -44,7 +44,7 @@
 //	folio_compaction_passes_total, folio_compaction_records_removed_total {topic, partition}
 //	folio_cleaner_passes_total, folio_cleaner_failures_total                  the shared log cleaner's runs
 //	folio_open_files, folio_mappings, folio_open_sealed_segments, folio_max_open_segments
-//	folio_segment_evictions_total
+//	folio_segment_evictions_total, folio_unclean_leader_elections_total       leaders elected from outside the ISR
 //	folio_producers, folio_consumers, folio_checkpoints_total, folio_last_checkpoint_timestamp_seconds
 //	folio_consumer_groups, folio_consumer_group_members
 //	folio_consumer_group_rebalances_total, folio_consumer_group_commits_total,

@@ -17,6 +17,7 @@ type statDescs struct {
 	cleanerPasses, cleanerFailures                 *prometheus.Desc
 	openFiles, mappings, openSealed, maxOpenSealed *prometheus.Desc
 	evictions, producers, consumers                *prometheus.Desc
+	uncleanElections                               *prometheus.Desc
 	checkpoints, lastCheckpoint                    *prometheus.Desc
 	groups, members, rebalances, commits           *prometheus.Desc
 	commitErrors, expired                          *prometheus.Desc
@@ -49,6 +50,7 @@ func newStatDescs(o Options) statDescs {
 		openSealed:        d("folio_open_sealed_segments", "Sealed segments holding files now.", nil),
 		maxOpenSealed:     d("folio_max_open_segments", "The cap on sealed segments holding files.", nil),
 		evictions:         d("folio_segment_evictions_total", "Idle sealed segments closed to stay under the cap.", nil),
+		uncleanElections:  d("folio_unclean_leader_elections_total", "Unclean leader elections that made this broker a partition's leader since Open.", nil),
 		producers:         d("folio_producers", "Open producers.", nil),
 		consumers:         d("folio_consumers", "Open consumers.", nil),
 		checkpoints:       d("folio_checkpoints_total", "Checkpoint files written since Open.", nil),
@@ -75,6 +77,7 @@ func (s *statDescs) all() []*prometheus.Desc {
 		s.logStart, s.highWatermark, s.logEnd, s.logBytes, s.segments, s.rolls, s.indexRebuilds,
 		s.retentionErrors, s.failed, s.compactionPasses, s.compactionRemoved, s.cleanerPasses,
 		s.cleanerFailures, s.openFiles, s.mappings, s.openSealed, s.maxOpenSealed, s.evictions,
+		s.uncleanElections,
 		s.producers, s.consumers, s.checkpoints, s.lastCheckpoint, s.groups, s.members, s.rebalances,
 		s.commits, s.commitErrors, s.expired, s.groupLag, s.groupCommitted,
 	}
@@ -150,6 +153,7 @@ func (c *Collector) collectStats(ch chan<- prometheus.Metric, b *folio.Broker, s
 	gauge(d.openSealed, float64(st.OpenSealedSegments))
 	gauge(d.maxOpenSealed, float64(st.MaxOpenSegments))
 	counter(d.evictions, float64(st.Evictions))
+	counter(d.uncleanElections, float64(st.UncleanElections))
 	gauge(d.producers, float64(st.Producers))
 	gauge(d.consumers, float64(st.Consumers))
 	counter(d.checkpoints, float64(st.Checkpoints))
