@@ -390,9 +390,10 @@ func (l *Log) checkGap(e, n *segEntry, offset int64) error {
 // (segment.RecoverRewrite): each damaged range after which the chain of
 // valid batches resumes (found as walkDamage finds it) is replaced by an
 // empty batch covering its offsets, and the batches after it are kept;
-// damage that nothing valid follows is cut, as an unclean open would cut
-// it (fsynced, indexes rebuilt; no view of it can exist, since it never
-// loaded). Then it reads offset if it lies in a kept batch, reports the
+// damage that nothing valid follows in the segment makes the range up to
+// the next segment's base, filled the same way (with no next segment it
+// is cut, as an unclean open would cut it); the file is fsynced and the
+// indexes rebuilt (no view of it can exist, since it never loaded). Then it reads offset if it lies in a kept batch, reports the
 // filled range it lies in, or the range from the cut to after. The filled
 // ranges stay reported to reads while the log is open (checkFilled). ok is
 // false when this is not the case or the repair failed (the caller
@@ -410,7 +411,11 @@ func (l *Log) repairSealed(e *segEntry, offset int64, maxBytes int, after int64)
 	}
 	var fills []filledRange
 	res, err := e.seg.RecoverRewrite(func(r io.ReaderAt, size int64, w io.Writer) (bool, error) {
-		return l.passOverDamage(e.base, r, size, w, &fills)
+		fillTo := int64(-1)
+		if n := nextEntry(l.snap.Load(), e); n != nil {
+			fillTo = n.base
+		}
+		return l.passOverDamage(e.base, fillTo, r, size, w, &fills)
 	})
 	if err != nil || res.Cause == nil && len(fills) == 0 {
 		return nil, nil, false

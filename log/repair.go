@@ -41,12 +41,15 @@ func emptyBatch(bld *record.Builder, buf []byte, base, n, ts int64) ([]byte, err
 // segment at base that a read could not load: it walks the .log r as
 // walkDamage does, and for each damaged range after which resumeAfter finds
 // the chain of valid batches again, writes the valid batches before it, an
-// empty batch covering the range's offsets, and goes on after it; the rest
-// of the file from the last damage it cannot pass over (a cut inside the
-// last batches: the recovery's scan then cuts it) is copied as it is. It
+// empty batch covering the range's offsets, and goes on after it. Damage
+// that nothing valid follows in the segment (a cut inside its last
+// batches) is the range up to fillTo, the next segment's base, filled the
+// same way, so that the chain of segments stays whole; with fillTo at or
+// below it, the rest of the file is copied as it is (the recovery's scan
+// then cuts it). It
 // rewrites nothing (false) when no damage can be passed over. It sets
 // *fills to the ranges it filled.
-func (l *Log) passOverDamage(base int64, r io.ReaderAt, size int64, w io.Writer, fills *[]filledRange) (bool, error) {
+func (l *Log) passOverDamage(base, fillTo int64, r io.ReaderAt, size int64, w io.Writer, fills *[]filledRange) (bool, error) {
 	path := segment.LogPath(l.dir, base)
 	type piece struct {
 		from, to int64 // bytes of r copied as they are
@@ -86,8 +89,13 @@ func (l *Log) passOverDamage(base int64, r io.ReaderAt, size int64, w io.Writer,
 			continue
 		}
 		q, resume, ok := l.resumeAfter(r, size, base, pos, next)
+		if !ok && fillTo > next {
+			// Nothing valid after it in the segment: the rest, up to
+			// the next segment, is the damaged range.
+			q, resume, ok = size, fillTo, true
+		}
 		if !ok || resume-next > math.MaxInt32 {
-			break // nothing valid after it to keep: the scan cuts here
+			break // nothing to keep after it: the scan cuts here
 		}
 		filler, err := emptyBatch(bld, nil, next, resume-next, maxTs)
 		if err != nil {

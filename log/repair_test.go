@@ -19,7 +19,7 @@ import (
 // the byte position and the offsets), and keeps the batches after it. The
 // next open finds a valid segment with every record outside the range.
 func TestRepairSealedKeepsBatchesAfterDamage(t *testing.T) {
-	for _, how := range []string{"length past the end", "length short"} {
+	for _, how := range []string{"length past the end", "length short", "cut inside a batch"} {
 		t.Run(how, func(t *testing.T) {
 			dir := t.TempDir()
 			// Index entries far apart: the damage lies after the last one.
@@ -48,15 +48,21 @@ func TestRepairSealedKeepsBatchesAfterDamage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			length := uint32(1 << 30) // runs past the end
-			if how == "length short" {
-				length = 20 // shorter than a header
+			from, resume, batches := base[k], base[k+1], len(pos)
+			switch how {
+			case "cut inside a batch":
+				// Nothing valid after it: the range ends at the next
+				// segment, and is filled so that the chain stays whole.
+				data = data[:pos[k]+30]
+				resume, batches = bases[2], k+1
+			case "length short":
+				binary.BigEndian.PutUint32(data[pos[k]+8:], 20) // shorter than a header
+			default:
+				binary.BigEndian.PutUint32(data[pos[k]+8:], 1<<30) // runs past the end
 			}
-			binary.BigEndian.PutUint32(data[pos[k]+8:], length)
 			if err := os.WriteFile(path, data, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			from, resume := base[k], base[k+1]
 			var expect []rec
 			for _, w := range want {
 				if w.offset < from || w.offset >= resume {
@@ -101,8 +107,8 @@ func TestRepairSealedKeepsBatchesAfterDamage(t *testing.T) {
 			// The repair is on disk: a valid chain, the range an empty
 			// batch, read through by the next open without damage.
 			np, nb, nl := batchesOf(t, path)
-			if len(np) != len(pos) || nb[k] != from || nl[k] != resume-1 {
-				t.Fatalf("the repaired segment has batches %v to %v, want %d with %d to %d at %d", nb, nl, len(pos), from, resume-1, k)
+			if len(np) != batches || nb[k] != from || nl[k] != resume-1 {
+				t.Fatalf("the repaired segment has batches %v to %v, want %d with %d to %d at %d", nb, nl, batches, from, resume-1, k)
 			}
 			l = openT(t, nil, dir, o, l.Checkpoint())
 			got, damaged = readPassing(t, l, 0)
