@@ -118,6 +118,7 @@ type dirListing struct {
 	minClean int64              // smallest base of a .cleaned file
 	marker   bool               // a swap-commit marker is there
 	missing  []int64            // bases inside the chain whose .log is gone (their indexes are left)
+	empty    map[int64]bool     // bases whose .log is empty by the listing (no file opened)
 }
 
 func (l *Log) list() (*dirListing, error) {
@@ -125,7 +126,7 @@ func (l *Log) list() (*dirListing, error) {
 	if err != nil {
 		return nil, fmt.Errorf("log: list %s: %w", l.dir, err)
 	}
-	d := &dirListing{logs: map[int64]bool{}, indexes: map[int64][]string{}, deleted: map[int64]bool{}, minClean: math.MaxInt64}
+	d := &dirListing{logs: map[int64]bool{}, indexes: map[int64][]string{}, deleted: map[int64]bool{}, empty: map[int64]bool{}, minClean: math.MaxInt64}
 	for _, de := range ents {
 		name := de.Name()
 		switch name {
@@ -158,6 +159,9 @@ func (l *Log) list() (*dirListing, error) {
 			d.junk = append(d.junk, name)
 		case suffix == segment.LogSuffix:
 			d.logs[base] = true
+			if fi, err := de.Info(); err == nil && fi.Size() == 0 {
+				d.empty[base] = true
+			}
 		case suffix == segment.IndexSuffix || suffix == segment.TimeIndexSuffix:
 			d.indexes[base] = append(d.indexes[base], name)
 		}
@@ -217,6 +221,27 @@ func (l *Log) load(st State) error {
 			return err
 		}
 	} else {
+		// The segments below the recovery point are not scanned, not
+		// even opened (they were durable when it passed them), but one
+		// of them may have been emptied since (one deleted leaves its
+		// indexes: d.missing): the listing shows an empty .log, and then
+		// their chain is checked as a clean open checks it, up to the
+		// first segment recover scans.
+		below, emptied := 0, false
+		for i, e := range entries {
+			if e.base <= st.RecoveryPoint {
+				below = i + 1
+			}
+		}
+		for _, e := range entries[:max(below-1, 0)] {
+			emptied = emptied || d.empty[e.base]
+		}
+		if below >= 2 && emptied {
+			if _, err = l.checkChain(entries[:below]); err != nil {
+				return err
+			}
+			entries = l.entries()
+		}
 		if recovered, err = l.recover(entries, max(st.RecoveryPoint, 0)); err != nil {
 			return err
 		}
