@@ -79,7 +79,7 @@
 // first bad batch (the valid batches after damage in the last segment are
 // kept in a segment of their own); a cut in a segment with segments after
 // it keeps them and fills the hole, so offsets continue from the real end.
-// A segment emptied below the recovery point (the listing shows it; nothing
+// A segment emptied below the recovery point (a stat shows it; nothing
 // below the recovery point is opened otherwise) has its hole filled as
 // after a clean shutdown. A sealed segment that a clean open trusted and
 // that cannot load is repaired by the first read that meets it: each

@@ -118,7 +118,6 @@ type dirListing struct {
 	minClean int64              // smallest base of a .cleaned file
 	marker   bool               // a swap-commit marker is there
 	missing  []int64            // bases inside the chain whose .log is gone (their indexes are left)
-	empty    map[int64]bool     // bases whose .log is empty by the listing (no file opened)
 }
 
 func (l *Log) list() (*dirListing, error) {
@@ -126,7 +125,7 @@ func (l *Log) list() (*dirListing, error) {
 	if err != nil {
 		return nil, fmt.Errorf("log: list %s: %w", l.dir, err)
 	}
-	d := &dirListing{logs: map[int64]bool{}, indexes: map[int64][]string{}, deleted: map[int64]bool{}, empty: map[int64]bool{}, minClean: math.MaxInt64}
+	d := &dirListing{logs: map[int64]bool{}, indexes: map[int64][]string{}, deleted: map[int64]bool{}, minClean: math.MaxInt64}
 	for _, de := range ents {
 		name := de.Name()
 		switch name {
@@ -159,9 +158,6 @@ func (l *Log) list() (*dirListing, error) {
 			d.junk = append(d.junk, name)
 		case suffix == segment.LogSuffix:
 			d.logs[base] = true
-			if fi, err := de.Info(); err == nil && fi.Size() == 0 {
-				d.empty[base] = true
-			}
 		case suffix == segment.IndexSuffix || suffix == segment.TimeIndexSuffix:
 			d.indexes[base] = append(d.indexes[base], name)
 		}
@@ -224,7 +220,7 @@ func (l *Log) load(st State) error {
 		// The segments below the recovery point are not scanned, not
 		// even opened (they were durable when it passed them), but one
 		// of them may have been emptied since (one deleted leaves its
-		// indexes: d.missing): the listing shows an empty .log, and then
+		// indexes: d.missing): a stat shows an empty .log, and then
 		// their chain is checked as a clean open checks it, up to the
 		// first segment recover scans.
 		below, emptied := 0, false
@@ -234,7 +230,10 @@ func (l *Log) load(st State) error {
 			}
 		}
 		for _, e := range entries[:max(below-1, 0)] {
-			emptied = emptied || d.empty[e.base]
+			if fi, err := l.fs.Stat(segment.LogPath(l.dir, e.base)); err == nil && fi.Size() == 0 {
+				emptied = true
+				break
+			}
 		}
 		if below >= 2 && emptied {
 			if _, err = l.checkChain(entries[:below]); err != nil {
