@@ -323,13 +323,18 @@ func batchAt(f io.ReaderAt, pos, limit int64) (record.Batch, bool) {
 // position, and the first valid batch after it (found as Read finds it for
 // a misframed batch: see walkDamage), or nil when that batch is valid in
 // the file (the damage the reader saw is not the file's; it keeps its own
-// error). Any other error is the walk's.
+// error). Any other error is the walk's. Damage it locates in a sealed
+// segment is rewritten there as an empty batch covering the range (see
+// repairLocated), which it and Read go on reporting while the log is open.
 func (l *Log) LocateDamage(offset int64) error {
 	if l.closed.Load() {
 		return ErrClosed
 	}
 	sn, limit := l.snap.Load(), l.hw.Load()
 	for e := floorEntry(sn, offset); e != nil && e.base <= limit.segBase; e = nextEntry(sn, e) {
+		if d := filledAt(e, max(offset, e.base)); d != nil {
+			return d // repaired meanwhile: the range stays reported
+		}
 		maxPos := int64(-1)
 		if e.base == limit.segBase {
 			maxPos = limit.pos
@@ -342,6 +347,11 @@ func (l *Log) LocateDamage(offset int64) error {
 			return markCorrupt(fmt.Errorf("log: locate damage at offset %d: %w", offset, err))
 		}
 		if w.damage != nil {
+			if e.base < limit.segBase {
+				// A sealed segment: the damaged bytes are rewritten
+				// (repairLocated), the range reported all the same.
+				l.repairLocated(sn, e)
+			}
 			return w.damage
 		}
 		if w.hold >= 0 {

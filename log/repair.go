@@ -155,3 +155,51 @@ func (l *Log) checkFilled(e *segEntry, fills []filledRange, v *readpath.View, of
 	}
 	return nil, nil, false
 }
+
+// repairLocated rewrites the sealed segment e, in which a read located
+// damage (LocateDamage: a batch whose framing holds but whose checks
+// fail), as repairSealed rewrites one that cannot load: each damaged range
+// becomes an empty batch covering its offsets, the batches after it kept,
+// so that the damaged bytes are gone from disk and the next open and
+// folio verify find the segment whole, while reads go on reporting the
+// range (checkFilled, LocateDamage). Views handed out before stay valid:
+// they read the replaced inode. It does nothing for a read-only log, a
+// segment not sealed, or one repaired already; a failed repair leaves the
+// segment as it was, its damage reported by the walk as before.
+func (l *Log) repairLocated(sn *snapshot, e *segEntry) {
+	if l.ro != nil || !e.seg.Sealed() {
+		return
+	}
+	l.repairMu.Lock()
+	defer l.repairMu.Unlock()
+	if e.filled.Load() != nil || l.beforeWrite() != nil {
+		return
+	}
+	fillTo := int64(-1)
+	if n := nextEntry(sn, e); n != nil {
+		fillTo = n.base
+	}
+	var fills []filledRange
+	l.caps.acquire(&e.capEntry)
+	defer l.caps.release(&e.capEntry)
+	if _, err := e.seg.RecoverRewrite(func(r io.ReaderAt, size int64, w io.Writer) (bool, error) {
+		return l.passOverDamage(e.base, fillTo, r, size, w, &fills)
+	}); err != nil || len(fills) == 0 {
+		return
+	}
+	e.filled.Store(&fills)
+	e.damaged.Store(nil) // its positions are the replaced file's
+}
+
+// filledAt returns the range a repair of e filled that offset lies in, or
+// nil.
+func filledAt(e *segEntry, offset int64) *DamagedRangeError {
+	if f := e.filled.Load(); f != nil {
+		for _, fr := range *f {
+			if offset >= fr.d.From && offset < fr.d.Resume {
+				return fr.d
+			}
+		}
+	}
+	return nil
+}

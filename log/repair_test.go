@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/foliolog/folio/errs"
+	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/segment"
 )
 
@@ -118,4 +119,85 @@ func TestRepairSealedKeepsBatchesAfterDamage(t *testing.T) {
 			sameRecs(t, got[:len(expect)], expect)
 		})
 	}
+}
+
+// TestLocatedDamageIsRewritten: a batch of a sealed segment whose framing
+// holds but whose CRC fails (a flipped record byte) is located by a
+// reader (LocateDamage) and then rewritten on disk as an empty batch
+// covering its offsets, the batches after it kept (issue 11 item 5: the
+// damage table's flip:verify-after): the range is reported while the log
+// is open, to a second locate too, and the next open finds every batch of
+// the segment valid and reports nothing.
+func TestLocatedDamageIsRewritten(t *testing.T) {
+	dir := t.TempDir()
+	o := &Options{SegmentBytes: 4096, FlushPolicy: FlushNone, IndexIntervalBytes: 256}
+	l := openT(t, nil, dir, o, State{})
+	want := appendN(t, l, "b", 120, 2, 40)
+	var bases []int64
+	l.snap.Load().segs.Ascend(func(e *segEntry) bool {
+		bases = append(bases, e.base)
+		return true
+	})
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st := l.Checkpoint()
+	path := segment.LogPath(dir, bases[1])
+	pos, base, _ := batchesOf(t, path)
+	const k = 3
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[pos[k]+record.HeaderSize+5] ^= 0x40 // a record byte: the CRC fails
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	from, resume := base[k], base[k+1]
+	var expect []rec
+	for _, w := range want {
+		if w.offset < from || w.offset >= resume {
+			expect = append(expect, w)
+		}
+	}
+	l = openT(t, nil, dir, o, st)
+	got, damaged := readLocating(t, l, 0)
+	if len(damaged) != 1 || damaged[0].From != from || damaged[0].Resume != resume || damaged[0].Path != path {
+		t.Fatalf("damage reported as %v, want %s offsets %d to %d", damaged, path, from, resume-1)
+	}
+	sameRecs(t, got, expect)
+	var d *DamagedRangeError
+	if err := l.LocateDamage(from); !errors.As(err, &d) || d.From != from || d.Resume != resume {
+		t.Fatalf("a second locate at %d: %v", from, err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err = os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for p := 0; p < len(data); n++ {
+		b, _, err := record.Parse(data[p:])
+		if err == nil {
+			err = b.Validate()
+		}
+		if err != nil {
+			t.Fatalf("the rewritten %s at %d: %v", path, p, err)
+		}
+		if n == k && (b.BaseOffset() != from || b.LastOffset() != resume-1 || b.NumRecords() != 0) {
+			t.Fatalf("batch %d covers %d to %d with %d records, want an empty batch for %d to %d", k, b.BaseOffset(), b.LastOffset(), b.NumRecords(), from, resume-1)
+		}
+		p += len(b)
+	}
+	if n != len(pos) {
+		t.Fatalf("the rewritten segment has %d batches, want %d", n, len(pos))
+	}
+	l = openT(t, nil, dir, o, l.Checkpoint())
+	got, damaged = readLocating(t, l, 0)
+	if len(damaged) != 0 {
+		t.Fatalf("after the rewrite: %v", damaged)
+	}
+	sameRecs(t, got, expect)
 }
