@@ -667,9 +667,22 @@ func (l *Log) loadLast(last *segEntry, recovered map[*segEntry]bool) error {
 	if err := l.beforeWrite(); err != nil {
 		return err
 	}
-	res, rerr := last.seg.Recover()
+	// Damage after which the chain of valid batches resumes is passed
+	// over as a read's repair passes over it in a sealed segment (an
+	// empty batch in its place, the batches after it kept); the rest is
+	// cut, as recovery cuts a torn tail.
+	var fills []filledRange
+	res, rerr := last.seg.RecoverRewrite(func(r io.ReaderAt, size int64, w io.Writer) (bool, error) {
+		return l.passOverDamage(last.base, -1, r, size, w, &fills)
+	})
 	if rerr != nil {
 		return fmt.Errorf("log: recover the last segment: %w", errors.Join(err, rerr))
+	}
+	for _, f := range fills {
+		l.recovery.Damage = append(l.recovery.Damage, fmt.Errorf("%w (filled with an empty batch; the valid batches after it kept)", f.d))
+	}
+	if len(fills) > 0 {
+		last.filled.Store(&fills)
 	}
 	l.recovery.Clean = false
 	l.recovery.SegmentsScanned++

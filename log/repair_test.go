@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/foliolog/folio/errs"
@@ -200,4 +201,49 @@ func TestLocatedDamageIsRewritten(t *testing.T) {
 		t.Fatalf("after the rewrite: %v", damaged)
 	}
 	sameRecs(t, got, expect)
+}
+
+// TestCleanOpenKeepsActiveBatchesAfterDamage: after a clean shutdown, the
+// last segment with a batch whose length field is damaged (it cannot
+// load; damage table seed 604, clean/active.log/flip) costs that batch
+// only: the open replaces it with an empty batch covering its offsets and
+// reports it, where it cut the segment there (losing the batches after
+// it), and the next append goes at the end the shutdown left.
+func TestCleanOpenKeepsActiveBatchesAfterDamage(t *testing.T) {
+	dir := t.TempDir()
+	o := &Options{SegmentBytes: 1 << 20, FlushPolicy: FlushNone, IndexIntervalBytes: 1 << 20}
+	l := openT(t, nil, dir, o, State{})
+	want := appendN(t, l, "b", 20, 2, 40)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st := l.Checkpoint()
+	path := segment.LogPath(dir, 0)
+	pos, base, _ := batchesOf(t, path)
+	k := len(pos) - 3
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary.BigEndian.PutUint32(data[pos[k]+8:], 1<<30)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	from, resume := base[k], base[k+1]
+	var expect []rec
+	for _, w := range want {
+		if w.offset < from || w.offset >= resume {
+			expect = append(expect, w)
+		}
+	}
+	l = openT(t, nil, dir, o, st)
+	damageNaming(t, l.Recovery(), filepath.Base(path))
+	got, damaged := readPassing(t, l, 0)
+	if len(damaged) != 1 || damaged[0].From != from || damaged[0].Resume != resume {
+		t.Fatalf("damage reported as %v, want offsets %d to %d", damaged, from, resume-1)
+	}
+	sameRecs(t, got, expect)
+	if first, _, err := l.Append(makeBatch(t, "n", 0, 1, 10, 1)); err != nil || first != int64(len(want)) {
+		t.Fatalf("append: %d %v, want offset %d", first, err, len(want))
+	}
 }
