@@ -426,7 +426,7 @@ func (l *Log) repairSealed(e *segEntry, offset int64, maxBytes int, after int64)
 			fillTo = n.base
 		}
 		return l.passOverDamage(e.base, fillTo, r, size, w, &fills)
-	})
+	}, false)
 	if err != nil || res.Cause == nil && len(fills) == 0 {
 		return nil, nil, false
 	}

@@ -533,6 +533,7 @@ func (l *Log) recover(entries []*segEntry, rp int64) (map[*segEntry]bool, error)
 	scan := entries[first:]
 	results := make([]segment.RecoverResult, len(scan))
 	scanErrs := make([]error, len(scan))
+	fills := make([][]filledRange, len(scan))
 	var salvage *salvaged // what followed damage in the last segment, saved before its cut
 	sem := make(chan struct{}, recoverWorkers)
 	var wg sync.WaitGroup
@@ -546,7 +547,14 @@ func (l *Log) recover(entries []*segEntry, rp int64) (map[*segEntry]bool, error)
 			// finds right are fsynced after Open (syncRecoveredIndexes),
 			// before the checkpointed recovery point passes them.
 			if i < len(scan)-1 {
-				results[i], scanErrs[i] = e.seg.RecoverDeferIndexSync()
+				// A sealed segment: damage after which the chain of
+				// valid batches resumes is passed over (an empty batch
+				// in its place, as a read's repair does), and a damaged
+				// tail is filled up to the next segment, so that the
+				// valid batches after damage stay.
+				results[i], scanErrs[i] = e.seg.RecoverRewrite(func(r io.ReaderAt, size int64, w io.Writer) (bool, error) {
+					return l.passOverDamage(e.base, scan[i+1].base, r, size, w, &fills[i])
+				}, true)
 				return
 			}
 			// The last segment: a torn write is cut, but valid batches
@@ -613,6 +621,12 @@ func (l *Log) recover(entries []*segEntry, rp int64) (map[*segEntry]bool, error)
 		}
 		kept[e] = true
 		lastKept = e
+		for _, f := range fills[i] {
+			l.recovery.Damage = append(l.recovery.Damage, fmt.Errorf("%w (filled with an empty batch; the valid batches after it kept)", f.d))
+		}
+		if len(fills[i]) > 0 {
+			e.filled.Store(&fills[i])
+		}
 		if len(res.UnsyncedIndexes) > 0 {
 			if l.idxFloor.Load() < 0 {
 				l.idxFloor.Store(e.base)
@@ -674,7 +688,7 @@ func (l *Log) loadLast(last *segEntry, recovered map[*segEntry]bool) error {
 	var fills []filledRange
 	res, rerr := last.seg.RecoverRewrite(func(r io.ReaderAt, size int64, w io.Writer) (bool, error) {
 		return l.passOverDamage(last.base, -1, r, size, w, &fills)
-	})
+	}, false)
 	if rerr != nil {
 		return fmt.Errorf("log: recover the last segment: %w", errors.Join(err, rerr))
 	}

@@ -184,7 +184,7 @@ func (l *Log) repairLocated(sn *snapshot, e *segEntry) {
 	defer l.caps.release(&e.capEntry)
 	if _, err := e.seg.RecoverRewrite(func(r io.ReaderAt, size int64, w io.Writer) (bool, error) {
 		return l.passOverDamage(e.base, fillTo, r, size, w, &fills)
-	}); err != nil || len(fills) == 0 {
+	}, false); err != nil || len(fills) == 0 {
 		return
 	}
 	e.filled.Store(&fills)

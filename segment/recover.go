@@ -98,9 +98,11 @@ type Rewrite func(r io.ReaderAt, size int64, w io.Writer) (bool, error)
 // scanned and its indexes rebuilt as by Recover. A crash after the rename
 // and before the indexes are rewritten leaves indexes that the next load
 // finds stale (their entries past the first damage point at moved
-// batches) and rebuilds.
-func (s *Segment) RecoverRewrite(rewrite Rewrite) (RecoverResult, error) {
-	return s.recover(false, nil, rewrite)
+// batches) and rebuilds. With deferIndexSync, index files found right are
+// left unsynced and named in RecoverResult.UnsyncedIndexes, as by
+// RecoverDeferIndexSync.
+func (s *Segment) RecoverRewrite(rewrite Rewrite, deferIndexSync bool) (RecoverResult, error) {
+	return s.recover(deferIndexSync, nil, rewrite)
 }
 
 func (s *Segment) recover(deferIndexSync bool, salvage Salvage, rewrite Rewrite) (RecoverResult, error) {
