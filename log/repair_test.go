@@ -247,3 +247,41 @@ func TestCleanOpenKeepsActiveBatchesAfterDamage(t *testing.T) {
 		t.Fatalf("append: %d %v, want offset %d", first, err, len(want))
 	}
 }
+
+// TestUncleanScanRejectsBaseOffsetPastSegment: a flipped high byte of a
+// batch's base offset (outside the CRC) in a sealed segment an unclean
+// open scans makes that batch claim offsets past the next segment: the
+// scan's pass over damage takes it as damage (the batch lost, filled),
+// not as a valid batch that would make every later batch of the segment
+// look out of order (damage test seed 3, unclean/sealed.log/flip).
+func TestUncleanScanRejectsBaseOffsetPastSegment(t *testing.T) {
+	dir := t.TempDir()
+	want, bases, st := buildLog(t, dir, 60)
+	k := 2
+	path := segment.LogPath(dir, bases[k])
+	pos, base, _ := batchesOf(t, path)
+	if len(pos) < 3 {
+		t.Fatalf("segment %d has %d batches", bases[k], len(pos))
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[pos[1]+5] ^= 0x22 // the base offset's third byte: far past the next segment
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st.Clean, st.RecoveryPoint = false, 0
+	l := openT(t, nil, dir, &Options{SegmentBytes: 1024, FlushPolicy: FlushNone}, st)
+	var expect []rec
+	for _, w := range want {
+		if w.offset < base[1] || w.offset >= base[2] {
+			expect = append(expect, w)
+		}
+	}
+	got, damaged := readPassing(t, l, 0)
+	if len(damaged) != 1 || damaged[0].From != base[1] || damaged[0].Resume != base[2] {
+		t.Fatalf("damage read as %v, want offsets %d to %d", damaged, base[1], base[2]-1)
+	}
+	sameRecs(t, got, expect)
+}
