@@ -48,12 +48,19 @@ func encodeMeta(magic string, version uint16, payload []byte) []byte {
 // decodeMeta checks a frame and returns its version and payload (aliasing
 // data). name is the file's name. Any damage is an *errs.Corruption of
 // name (matching ErrCorrupt), which locateMeta turns into the file's path;
-// a magic number from another file kind wraps ErrUnknownFormat.
+// a magic number from another file kind (or a file that is no frame)
+// wraps ErrUnknownFormat; a damaged magic in a frame whose checksum holds
+// with the right one is damage.
 func decodeMeta(name, magic string, data []byte) (uint16, []byte, error) {
 	if len(data) < metaHeaderSize+metaTrailerSize {
 		return 0, nil, errs.Corruptf(ErrCorrupt, name, -1, "%d bytes, shorter than a header", len(data))
 	}
 	if string(data[0:4]) != magic {
+		if framedAs(data, magic) {
+			// The frame's checksum holds with the magic this file kind
+			// has: the file is one, its magic damaged.
+			return 0, nil, errs.Corruptf(ErrCorrupt, name, 0, "magic %q, want %q (the checksum holds with %q: the magic is damaged)", data[0:4], magic, magic)
+		}
 		return 0, nil, fmt.Errorf("%w: %s: magic %q, want %q", ErrUnknownFormat, name, data[0:4], magic)
 	}
 	n := binary.BigEndian.Uint32(data[8:12])
@@ -69,6 +76,18 @@ func decodeMeta(name, magic string, data []byte) (uint16, []byte, error) {
 		return 0, nil, errs.Corruptf(ErrCorrupt, name, 6, "reserved field %d", r)
 	}
 	return binary.BigEndian.Uint16(data[4:6]), data[metaHeaderSize:end], nil
+}
+
+// framedAs reports whether data is a whole frame whose checksum holds
+// with magic in place of its first four bytes.
+func framedAs(data []byte, magic string) bool {
+	n := binary.BigEndian.Uint32(data[8:12])
+	if uint64(n) != uint64(len(data)-metaHeaderSize-metaTrailerSize) || len(magic) != 4 {
+		return false
+	}
+	end := metaHeaderSize + int(n)
+	crc := crc32.Update(crc32.Checksum([]byte(magic), castagnoli), castagnoli, data[4:end])
+	return crc == binary.BigEndian.Uint32(data[end:])
 }
 
 // locateMeta names the metadata file dir/name in an error from decoding

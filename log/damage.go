@@ -323,13 +323,18 @@ func batchAt(f io.ReaderAt, pos, limit int64) (record.Batch, bool) {
 // position, and the first valid batch after it (found as Read finds it for
 // a misframed batch: see walkDamage), or nil when that batch is valid in
 // the file (the damage the reader saw is not the file's; it keeps its own
-// error). Any other error is the walk's.
+// error). Any other error is the walk's. Damage it locates in a sealed
+// segment is rewritten there as an empty batch covering the range (see
+// repairLocated), which it and Read go on reporting while the log is open.
 func (l *Log) LocateDamage(offset int64) error {
 	if l.closed.Load() {
 		return ErrClosed
 	}
 	sn, limit := l.snap.Load(), l.hw.Load()
 	for e := floorEntry(sn, offset); e != nil && e.base <= limit.segBase; e = nextEntry(sn, e) {
+		if d := filledAt(e, max(offset, e.base)); d != nil {
+			return d // repaired meanwhile: the range stays reported
+		}
 		maxPos := int64(-1)
 		if e.base == limit.segBase {
 			maxPos = limit.pos
@@ -342,6 +347,11 @@ func (l *Log) LocateDamage(offset int64) error {
 			return markCorrupt(fmt.Errorf("log: locate damage at offset %d: %w", offset, err))
 		}
 		if w.damage != nil {
+			if e.base < limit.segBase {
+				// A sealed segment: the damaged bytes are rewritten
+				// (repairLocated), the range reported all the same.
+				l.repairLocated(sn, e)
+			}
 			return w.damage
 		}
 		if w.hold >= 0 {
@@ -386,12 +396,21 @@ func (l *Log) checkGap(e, n *segEntry, offset int64) error {
 // repairSealed handles a sealed segment (not the one the readers' end lies
 // in) that cannot even be loaded because of damage after its last index
 // entry or a cut inside a batch: a clean open trusted it without a scan.
-// It recovers the segment as an unclean open would (cut at the first bad
-// batch, fsynced, indexes rebuilt; no view of it can exist, since it never
-// loaded), then reads offset if it lies before the cut, and otherwise
-// reports the range from the cut to after. ok is false when this is not
-// the case or the repair failed (the caller reports the read's error).
+// It recovers the segment with the segment's locks held
+// (segment.RecoverRewrite): each damaged range after which the chain of
+// valid batches resumes (found as walkDamage finds it) is replaced by an
+// empty batch covering its offsets, and the batches after it are kept;
+// damage that nothing valid follows in the segment makes the range up to
+// the next segment's base, filled the same way (with no next segment it
+// is cut, as an unclean open would cut it); the file is fsynced and the
+// indexes rebuilt (no view of it can exist, since it never loaded). Then it reads offset if it lies in a kept batch, reports the
+// filled range it lies in, or the range from the cut to after. The filled
+// ranges stay reported to reads while the log is open (checkFilled). ok is
+// false when this is not the case or the repair failed (the caller
+// reports the read's error).
 func (l *Log) repairSealed(e *segEntry, offset int64, maxBytes int, after int64) (v *readpath.View, err error, ok bool) {
+	l.repairMu.Lock()
+	defer l.repairMu.Unlock()
 	l.caps.acquire(&e.capEntry)
 	defer l.caps.release(&e.capEntry)
 	if _, err := e.seg.NextOffset(); err == nil || !errors.Is(err, segment.ErrCorrupt) {
@@ -400,23 +419,42 @@ func (l *Log) repairSealed(e *segEntry, offset int64, maxBytes int, after int64)
 	if err := l.beforeWrite(); err != nil {
 		return nil, nil, false
 	}
-	res, err := e.seg.Recover()
-	if err != nil || res.Cause == nil {
+	var fills []filledRange
+	res, err := e.seg.RecoverRewrite(func(r io.ReaderAt, size int64, w io.Writer) (bool, error) {
+		fillTo := int64(-1)
+		if n := nextEntry(l.snap.Load(), e); n != nil {
+			fillTo = n.base
+		}
+		return l.passOverDamage(e.base, fillTo, r, size, w, &fills)
+	}, false)
+	if err != nil || res.Cause == nil && len(fills) == 0 {
 		return nil, nil, false
+	}
+	if len(fills) > 0 {
+		e.filled.Store(&fills)
 	}
 	end := res.LastOffset + 1
 	path := segment.LogPath(l.dir, e.base)
-	why := res.Cause
-	if rc := (*errs.Corruption)(nil); errors.As(why, &rc) && rc.Err != nil {
-		why = rc.Err // it names the file itself
+	var c *errs.Corruption
+	if res.Cause != nil {
+		why := res.Cause
+		if rc := (*errs.Corruption)(nil); errors.As(why, &rc) && rc.Err != nil {
+			why = rc.Err // it names the file itself
+		}
+		c = errs.Corrupt(ErrCorrupt, path, res.ValidBytes, why).AtOffset(end)
+		e.cut.Store(c)
 	}
-	c := errs.Corrupt(ErrCorrupt, path, res.ValidBytes, why).AtOffset(end)
-	e.cut.Store(c)
 	if offset < end {
 		v, err := e.seg.Read(max(offset, e.base), maxBytes, -1)
-		return v, err, err == nil
+		if err != nil {
+			return nil, nil, false
+		}
+		if v, err, ok := l.checkFilled(e, fills, v, max(offset, e.base), maxBytes, -1); ok {
+			return v, err, true
+		}
+		return v, nil, true
 	}
-	if after <= offset {
+	if c == nil || after <= offset {
 		return nil, nil, false
 	}
 	return nil, &DamagedRangeError{Path: path, Pos: res.ValidBytes, From: end, Resume: after, Err: c, cause: res.Cause}, true

@@ -78,7 +78,13 @@
 // the recovery point onwards are scanned batch by batch and cut at the
 // first bad batch (the valid batches after damage in the last segment are
 // kept in a segment of their own); a cut in a segment with segments after
-// it keeps them and fills the hole, so offsets continue from the real end. Files a
+// it keeps them and fills the hole, so offsets continue from the real end.
+// A segment emptied below the recovery point (a stat shows it; nothing
+// below the recovery point is opened otherwise) has its hole filled as
+// after a clean shutdown. A sealed segment that a clean open trusted and
+// that cannot load is repaired by the first read that meets it: each
+// damaged range is replaced by an empty batch covering its offsets (the
+// batches after it kept), reported to reads as a *DamagedRangeError. Files a
 // crash left behind are resolved first, by Kafka's rules (.deleted and
 // .cleaned removed, a complete .swap takes the place of the segments it
 // covers, index files without a .log removed). Options.BeforeFirstWrite

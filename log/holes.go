@@ -115,14 +115,7 @@ func (l *Log) fillHole(from, to, ts int64) error {
 		if err != nil {
 			return fmt.Errorf("log: fill offsets %d to %d: %w", from, to-1, err)
 		}
-		bld.Reset()
-		bld.BaseOffset = base
-		bld.ProducerID, bld.ProducerEpoch, bld.BaseSequence = -1, -1, -1
-		bld.LogAppendTime, bld.AppendTime = true, max(ts, 0)
-		err = bld.SetLastOffsetDelta(int32(n - 1))
-		if err == nil {
-			buf, err = bld.Build(buf)
-		}
+		buf, err = emptyBatch(bld, buf, base, n, ts)
 		if err == nil {
 			_, err = seg.Append(record.Batch(buf))
 		}

@@ -50,6 +50,10 @@ type segEntry struct {
 	// cut is the damage a read found and cut (see repairSealed), for the
 	// reports of the range it cost; nil for none.
 	cut atomic.Pointer[errs.Corruption]
+	// filled lists the damaged ranges inside seg that a read's repair
+	// passed over, keeping the batches after them (see repairSealed);
+	// nil for none.
+	filled atomic.Pointer[[]filledRange]
 	// damaged lists the damaged batches reads located in seg (see
 	// damage.go), nil for none. With damage known, a read whose lookup by
 	// offset lands on a damaged batch past its range (a damaged last
@@ -196,6 +200,10 @@ type Log struct {
 	failure    atomic.Pointer[error]
 	closed     atomic.Bool
 	cleanClose atomic.Bool
+	// repairMu serialises the reads' repairs of damaged sealed segments
+	// (repairSealed), which are rare: a second reader of the segment
+	// waits, then finds it repaired.
+	repairMu sync.Mutex
 	// idxUnsynced are the index files an unclean Open's recovery found
 	// right and left unsynced (segment.RecoverDeferIndexSync), fsynced
 	// after Open by one goroutine (and by Close if that failed). Until

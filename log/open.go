@@ -217,6 +217,30 @@ func (l *Log) load(st State) error {
 			return err
 		}
 	} else {
+		// The segments below the recovery point are not scanned, not
+		// even opened (they were durable when it passed them), but one
+		// of them may have been emptied since (one deleted leaves its
+		// indexes: d.missing): a stat shows an empty .log, and then
+		// their chain is checked as a clean open checks it, up to the
+		// first segment recover scans.
+		below, emptied := 0, false
+		for i, e := range entries {
+			if e.base <= st.RecoveryPoint {
+				below = i + 1
+			}
+		}
+		for _, e := range entries[:max(below-1, 0)] {
+			if fi, err := l.fs.Stat(segment.LogPath(l.dir, e.base)); err == nil && fi.Size() == 0 {
+				emptied = true
+				break
+			}
+		}
+		if below >= 2 && emptied {
+			if _, err = l.checkChain(entries[:below]); err != nil {
+				return err
+			}
+			entries = l.entries()
+		}
 		if recovered, err = l.recover(entries, max(st.RecoveryPoint, 0)); err != nil {
 			return err
 		}
@@ -509,6 +533,7 @@ func (l *Log) recover(entries []*segEntry, rp int64) (map[*segEntry]bool, error)
 	scan := entries[first:]
 	results := make([]segment.RecoverResult, len(scan))
 	scanErrs := make([]error, len(scan))
+	fills := make([][]filledRange, len(scan))
 	var salvage *salvaged // what followed damage in the last segment, saved before its cut
 	sem := make(chan struct{}, recoverWorkers)
 	var wg sync.WaitGroup
@@ -522,7 +547,14 @@ func (l *Log) recover(entries []*segEntry, rp int64) (map[*segEntry]bool, error)
 			// finds right are fsynced after Open (syncRecoveredIndexes),
 			// before the checkpointed recovery point passes them.
 			if i < len(scan)-1 {
-				results[i], scanErrs[i] = e.seg.RecoverDeferIndexSync()
+				// A sealed segment: damage after which the chain of
+				// valid batches resumes is passed over (an empty batch
+				// in its place, as a read's repair does), and a damaged
+				// tail is filled up to the next segment, so that the
+				// valid batches after damage stay.
+				results[i], scanErrs[i] = e.seg.RecoverRewrite(func(r io.ReaderAt, size int64, w io.Writer) (bool, error) {
+					return l.passOverDamage(e.base, scan[i+1].base, r, size, w, &fills[i])
+				}, true)
 				return
 			}
 			// The last segment: a torn write is cut, but valid batches
@@ -589,6 +621,12 @@ func (l *Log) recover(entries []*segEntry, rp int64) (map[*segEntry]bool, error)
 		}
 		kept[e] = true
 		lastKept = e
+		for _, f := range fills[i] {
+			l.recovery.Damage = append(l.recovery.Damage, fmt.Errorf("%w (filled with an empty batch; the valid batches after it kept)", f.d))
+		}
+		if len(fills[i]) > 0 {
+			e.filled.Store(&fills[i])
+		}
 		if len(res.UnsyncedIndexes) > 0 {
 			if l.idxFloor.Load() < 0 {
 				l.idxFloor.Store(e.base)
@@ -643,9 +681,22 @@ func (l *Log) loadLast(last *segEntry, recovered map[*segEntry]bool) error {
 	if err := l.beforeWrite(); err != nil {
 		return err
 	}
-	res, rerr := last.seg.Recover()
+	// Damage after which the chain of valid batches resumes is passed
+	// over as a read's repair passes over it in a sealed segment (an
+	// empty batch in its place, the batches after it kept); the rest is
+	// cut, as recovery cuts a torn tail.
+	var fills []filledRange
+	res, rerr := last.seg.RecoverRewrite(func(r io.ReaderAt, size int64, w io.Writer) (bool, error) {
+		return l.passOverDamage(last.base, -1, r, size, w, &fills)
+	}, false)
 	if rerr != nil {
 		return fmt.Errorf("log: recover the last segment: %w", errors.Join(err, rerr))
+	}
+	for _, f := range fills {
+		l.recovery.Damage = append(l.recovery.Damage, fmt.Errorf("%w (filled with an empty batch; the valid batches after it kept)", f.d))
+	}
+	if len(fills) > 0 {
+		last.filled.Store(&fills)
 	}
 	l.recovery.Clean = false
 	l.recovery.SegmentsScanned++

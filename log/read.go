@@ -163,6 +163,11 @@ func (l *Log) readSnapshot(sn *snapshot, limit *mark, offset int64, maxBytes int
 		v, err := e.seg.Read(max(offset, e.base), maxBytes, maxPos)
 		l.caps.release(&e.capEntry)
 		if v != nil {
+			if f := e.filled.Load(); f != nil {
+				if v, err, ok := l.checkFilled(e, *f, v, max(offset, e.base), maxBytes, maxPos); ok {
+					return v, err
+				}
+			}
 			if d := e.damaged.Load(); d != nil && misled(*d, v, max(offset, e.base)) {
 				// Damage was located here, and the lookup passed over
 				// offset: it may have done so by a damaged length field,

@@ -142,26 +142,27 @@ func TestUncleanOpenScansFromRecoveryPoint(t *testing.T) {
 }
 
 // TestRecoveryCutKeepsLaterSegments: a corrupt batch inside a scanned
-// segment that is not the last cuts that segment there (a torn write of
-// the segment being written is cut the same way), and costs no more: the
-// segments after it stay, the offsets between the cut and the next
-// segment are reported and filled, and the next append goes after the
-// real end. (Kafka removes every later segment; a log acknowledging only
-// after an fsync has sealed the earlier segments first, so records after
-// such damage may be acknowledged ones.)
+// segment that is not the last costs that batch and no more: it is
+// replaced by an empty batch covering its offsets and reported, the
+// batches after it in the segment and the segments after it stay, and the
+// next append goes after the real end. (Kafka removes every later segment;
+// a log acknowledging only after an fsync has sealed the earlier segments
+// first, so records after such damage may be acknowledged ones.)
 func TestRecoveryCutKeepsLaterSegments(t *testing.T) {
 	dir := t.TempDir()
 	want, bases, st := buildLog(t, dir, 60)
 	k := 4
 	path := segment.LogPath(dir, bases[k])
+	pos, base, _ := batchesOf(t, path)
+	if len(pos) < 3 {
+		t.Fatalf("segment %d has %d batches", bases[k], len(pos))
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Corrupt the last byte of the second batch of segment k.
-	second := int(data[8])<<24 | int(data[9])<<16 | int(data[10])<<8 | int(data[11]) + 12
-	size2 := int(data[second+8])<<24 | int(data[second+9])<<16 | int(data[second+10])<<8 | int(data[second+11]) + 12
-	data[second+size2-1] ^= 0x55
+	data[pos[2]-1] ^= 0x55
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -169,21 +170,25 @@ func TestRecoveryCutKeepsLaterSegments(t *testing.T) {
 	st.RecoveryPoint = 0
 	l := openT(t, nil, dir, &Options{SegmentBytes: 1024, FlushPolicy: FlushNone}, st)
 	r := l.Recovery()
-	if r.BytesCut != int64(len(data)-second) || r.SegmentsRemoved != 0 || len(r.Damage) != 2 {
-		t.Fatalf("recovery %+v, want %d bytes cut, none removed, the cut and the hole reported", r, len(data)-second)
+	if r.BytesCut != 0 || r.SegmentsRemoved != 0 || len(r.Damage) != 1 {
+		t.Fatalf("recovery %+v, want nothing cut, none removed, the damaged batch reported", r)
 	}
-	cut := bases[k] + 2 // the first batch of segment k stays
+	damageNaming(t, r, filepath.Base(path))
 	end := int64(len(want))
 	if l.LogEndOffset() != end {
 		t.Fatalf("log end %d, want %d", l.LogEndOffset(), end)
 	}
 	var expect []rec
 	for _, w := range want {
-		if w.offset < cut || w.offset >= bases[k+1] {
+		if w.offset < base[1] || w.offset >= base[2] {
 			expect = append(expect, w)
 		}
 	}
-	sameRecs(t, readAll(t, l, 0), expect)
+	got, damaged := readPassing(t, l, 0)
+	if len(damaged) != 1 || damaged[0].From != base[1] || damaged[0].Resume != base[2] {
+		t.Fatalf("damage read as %v, want offsets %d to %d", damaged, base[1], base[2]-1)
+	}
+	sameRecs(t, got, expect)
 	if first, _, err := l.Append(makeBatch(t, "n", 0, 1, 10, 1)); err != nil || first != end {
 		t.Fatalf("append after recovery: %d %v", first, err)
 	}

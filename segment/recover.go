@@ -56,7 +56,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // an unclean shutdown. A sealed segment stays sealed (its indexes are
 // sealed with the final time entry); an active one stays active and may
 // append again: Recover also clears a fail-stop (ErrFailed) state.
-func (s *Segment) Recover() (RecoverResult, error) { return s.recover(false, nil) }
+func (s *Segment) Recover() (RecoverResult, error) { return s.recover(false, nil, nil) }
 
 // RecoverDeferIndexSync is Recover, except that an index file found
 // holding exactly the entries the scan plans (the usual case after a
@@ -65,7 +65,7 @@ func (s *Segment) Recover() (RecoverResult, error) { return s.recover(false, nil
 // a rewritten index is fsynced too. It lets a log recover many segments
 // with one fsync each and make their indexes durable afterwards, before
 // its recovery point passes them.
-func (s *Segment) RecoverDeferIndexSync() (RecoverResult, error) { return s.recover(true, nil) }
+func (s *Segment) RecoverDeferIndexSync() (RecoverResult, error) { return s.recover(true, nil, nil) }
 
 // Salvage is called by RecoverSalvage with the .log's contents before the
 // cut: the file, its size, and pos, where the valid prefix ends. It may
@@ -77,10 +77,35 @@ type Salvage func(r io.ReaderAt, size, pos int64) error
 // damage it first calls salvage, so that valid batches after the damage
 // can be kept (in another segment) before the cut removes them.
 func (s *Segment) RecoverSalvage(salvage Salvage) (RecoverResult, error) {
-	return s.recover(true, salvage)
+	return s.recover(true, salvage, nil)
 }
 
-func (s *Segment) recover(deferIndexSync bool, salvage Salvage) (RecoverResult, error) {
+// Rewrite is called by RecoverRewrite with the .log's contents (the file
+// and its size) before the scan. It may write a replacement of the whole
+// file to w and return true: the segment then replaces its .log with what
+// it wrote, durably, before the recovery scans it. It returns false (and
+// writes nothing that counts) to keep the file as it is. It must not write
+// r. An error fails the recovery before anything changes.
+type Rewrite func(r io.ReaderAt, size int64, w io.Writer) (bool, error)
+
+// RecoverRewrite is Recover, except that rewrite may first replace the
+// .log (see Rewrite), so that a caller that can pass over damage inside
+// the file (keeping the valid batches after it, where Recover would cut
+// them) does so with the segment's locks held. The replacement is written
+// beside the .log under TruncateSuffix (which a crash may leave behind;
+// it is never authoritative and is removed at startup), fsynced, renamed
+// over the .log and the directory fsynced; then the replacement is
+// scanned and its indexes rebuilt as by Recover. A crash after the rename
+// and before the indexes are rewritten leaves indexes that the next load
+// finds stale (their entries past the first damage point at moved
+// batches) and rebuilds. With deferIndexSync, index files found right are
+// left unsynced and named in RecoverResult.UnsyncedIndexes, as by
+// RecoverDeferIndexSync.
+func (s *Segment) RecoverRewrite(rewrite Rewrite, deferIndexSync bool) (RecoverResult, error) {
+	return s.recover(deferIndexSync, nil, rewrite)
+}
+
+func (s *Segment) recover(deferIndexSync bool, salvage Salvage, rewrite Rewrite) (RecoverResult, error) {
 	s.appendMu.Lock()
 	defer s.appendMu.Unlock()
 	s.resMu.Lock()
@@ -96,6 +121,11 @@ func (s *Segment) recover(deferIndexSync bool, salvage Salvage) (RecoverResult, 
 		err := s.closeFiles(s.files)
 		s.files = nil
 		if err != nil {
+			return RecoverResult{}, err
+		}
+	}
+	if rewrite != nil {
+		if err := s.rewriteLocked(rewrite); err != nil {
 			return RecoverResult{}, err
 		}
 	}
@@ -128,6 +158,54 @@ func (s *Segment) recover(deferIndexSync bool, salvage Salvage) (RecoverResult, 
 	s.sinceIndex = x.since
 	s.failed.Store(nil)
 	return res, nil
+}
+
+// rewriteLocked lets rewrite replace the .log (see RecoverRewrite). The
+// segment's files must be closed and its locks held exclusively.
+func (s *Segment) rewriteLocked(rewrite Rewrite) error {
+	src, err := s.fs.OpenFile(s.logPath, os.O_RDONLY, 0)
+	if err != nil {
+		return openError("open", s.logPath, err)
+	}
+	defer src.Close()
+	fi, err := src.Stat()
+	if err != nil {
+		return fmt.Errorf("segment: stat %s: %w", s.logPath, err)
+	}
+	tmp := s.logPath + TruncateSuffix
+	nf, err := s.fs.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("segment: create %s: %w", tmp, err)
+	}
+	abandon := func(err error) error {
+		rerr := s.fs.Remove(tmp)
+		if errors.Is(rerr, fs.ErrNotExist) {
+			rerr = nil
+		}
+		return errors.Join(err, nf.Close(), rerr)
+	}
+	changed, err := rewrite(src, fi.Size(), nf)
+	if err != nil {
+		return abandon(fmt.Errorf("segment: rewrite %s: %w", s.logPath, err))
+	}
+	if !changed {
+		return abandon(nil)
+	}
+	if err := nf.Sync(); err != nil {
+		return abandon(fmt.Errorf("segment: fsync %s: %w", tmp, err))
+	}
+	if err := nf.Close(); err != nil {
+		rerr := s.fs.Remove(tmp)
+		return errors.Join(fmt.Errorf("segment: close %s: %w", tmp, err), rerr)
+	}
+	if err := s.fs.Rename(tmp, s.logPath); err != nil {
+		rerr := s.fs.Remove(tmp)
+		return errors.Join(fmt.Errorf("segment: rename %s: %w", tmp, err), rerr)
+	}
+	if err := s.fs.SyncDir(s.dir); err != nil {
+		return fmt.Errorf("segment: sync dir %s: %w", s.dir, err)
+	}
+	return nil
 }
 
 // recoverFiles scans f.log, cuts it after the valid prefix, fsyncs it, and

@@ -305,8 +305,8 @@ func (v *verifier) partition(dir string, maxBatch int, checkpointed int64) error
 				segment.LogPath(dir, base), base, prevEnd))
 		}
 		if i > 0 && base > prevEnd && prevWhole {
-			v.problem(fmt.Sprintf("%s: missing: offsets %d to %d are in no segment: the previous segment ends at offset %d, %s starts at %d (the next open fills the hole; its records are lost)",
-				missing(prevEnd), prevEnd, base-1, prevEnd, segment.FileName(base, segment.LogSuffix), base))
+			v.problem(fmt.Sprintf("%s: missing: offsets %d to %d are in no segment: the previous segment, %s, ends at offset %d, %s starts at %d (the next open fills the hole; its records are lost)",
+				missing(prevEnd), prevEnd, base-1, segment.LogPath(dir, bases[i-1]), prevEnd, segment.FileName(base, segment.LogSuffix), base))
 		}
 		if fi, err := os.Stat(segment.LogPath(dir, base)); err == nil && fi.Size() == 0 && !last {
 			reported[base] = true
