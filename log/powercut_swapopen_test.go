@@ -20,7 +20,12 @@ import (
 // marker, and whatever else Open writes) and opens once more. Every time
 // the log must read as after the pass, with no transient file left and no
 // damage reported: a completion cut short is completed again, never
-// undone halfway nor mixed with the sources.
+// undone halfway nor mixed with the sources. Each cut runs also with a
+// random part of the directory's unsynced changes made durable first
+// (faultfs.SyncEntry), which guards the directory sync between the renames
+// and the marker's removal: without it the removal can persist without
+// the renames, and the cleaned segments are discarded with their sources
+// gone.
 func TestPowerCutCompletingSwapAtOpen(t *testing.T) {
 	seed := testSeed(t)
 	tmpl, opts, st, m := compactCrashTemplate(t, seed)
@@ -74,52 +79,79 @@ func TestPowerCutCompletingSwapAtOpen(t *testing.T) {
 		t.Logf("completing the swap cut after %s: %d file operations", step, ops)
 
 		for n := 1; n <= ops; n++ {
-			name := fmt.Sprintf("%s/op-%d", step, n)
-			if !t.Run(name, func(t *testing.T) {
-				dir := filepath.Join(root, fmt.Sprintf("%s-%d", step, n))
-				copyDir(t, cut, dir)
-				fsys := faultfs.New()
-				var (
-					mu     sync.Mutex
-					count  int
-					dead   bool
-					cutErr error
-				)
-				fsys.SetHook(func(faultfs.Op) error {
+			for variant := range 3 {
+				name := fmt.Sprintf("%s/op-%d/reordered-%d", step, n, variant)
+				rng := newRand(seed + uint64(int(step)*100000+n*3+variant))
+				if !t.Run(name, func(t *testing.T) {
+					dir := filepath.Join(root, fmt.Sprintf("%s-%d-%d", step, n, variant))
+					copyDir(t, cut, dir)
+					fsys := faultfs.New()
+					var (
+						mu     sync.Mutex
+						count  int
+						dead   bool
+						cutErr error
+					)
+					fsys.SetHook(func(faultfs.Op) error {
+						mu.Lock()
+						defer mu.Unlock()
+						if dead {
+							return errDeadProcess
+						}
+						if count++; count == n {
+							dead = true
+							cutErr = persistSome(fsys, dir, rng, variant > 0)
+							if cutErr == nil {
+								cutErr = fsys.PowerCut()
+							}
+						}
+						return nil
+					})
+					l, oerr := Open(fsys, dir, opts, reopen)
 					mu.Lock()
-					defer mu.Unlock()
-					if dead {
-						return errDeadProcess
+					wasCut := dead
+					mu.Unlock()
+					if !wasCut {
+						t.Fatalf("Open made fewer than %d file operations", n)
 					}
-					if count++; count == n {
-						dead = true
-						cutErr = fsys.PowerCut()
+					if cutErr != nil {
+						t.Fatal(cutErr)
 					}
-					return nil
-				})
-				l, oerr := Open(fsys, dir, opts, reopen)
-				mu.Lock()
-				wasCut := dead
-				mu.Unlock()
-				if !wasCut {
-					t.Fatalf("Open made fewer than %d file operations", n)
+					if oerr == nil {
+						// The cut fell on an operation whose failure Open
+						// does not need (a best-effort one): the process
+						// is dead all the same.
+						l.kill()
+					}
+					fsys.SetHook(nil)
+					checkReopened(t, fsys, dir, opts, st, m, fmt.Sprintf("a cut at operation %d of completing the swap cut after %s", n, step), before, after, after)
+				}) {
+					t.Fatalf("replay with -seed=%d -run 'TestPowerCutCompletingSwapAtOpen/%s'", seed, name)
 				}
-				if cutErr != nil {
-					t.Fatal(cutErr)
-				}
-				if oerr == nil {
-					// The cut fell on an operation whose failure Open
-					// does not need (a best-effort one): the process
-					// is dead all the same.
-					l.kill()
-				}
-				fsys.SetHook(nil)
-				checkReopened(t, fsys, dir, opts, st, m, fmt.Sprintf("a cut at operation %d of completing the swap cut after %s", n, step), before, after, after)
-			}) {
-				t.Fatalf("replay with -seed=%d -run 'TestPowerCutCompletingSwapAtOpen/%s'", seed, name)
 			}
 		}
 	}
+}
+
+// persistSome makes durable, when on, a random part of dir's unsynced
+// directory changes, as a file system writing them out of order would
+// before a cut.
+func persistSome(fsys *faultfs.FS, dir string, rng interface{ IntN(int) int }, on bool) error {
+	if !on {
+		return nil
+	}
+	names, err := fsys.UnsyncedEntries(dir)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		if rng.IntN(2) == 0 {
+			if err := fsys.SyncEntry(dir, name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // cutSwapAfter copies the template to dir and runs its compaction pass
