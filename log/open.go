@@ -429,6 +429,16 @@ func (l *Log) cleanup(d *dirListing, st State) error {
 		}
 		l.recovery.FilesRemoved = append(l.recovery.FilesRemoved, name)
 	}
+	if len(d.junk) > 0 && len(renames) > 0 {
+		// The replaced segments must be gone durably before a cleaned one
+		// takes its live name: a directory may persist its changes in any
+		// order until synced, and a rename that persisted alone would
+		// leave the replaced segments inside the cleaned one's range with
+		// no .log.swap left for the marker to vouch for.
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return fmt.Errorf("log: sync dir %s: %w", l.dir, err)
+		}
+	}
 	for _, r := range renames {
 		if err := l.fs.Rename(filepath.Join(l.dir, r[0]), filepath.Join(l.dir, r[1])); err != nil {
 			return fmt.Errorf("log: complete swap %s: %w", filepath.Join(l.dir, r[0]), err)

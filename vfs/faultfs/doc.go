@@ -36,6 +36,11 @@
 // Durable and DurableNames say what a cut would leave now; Unsynced says how
 // many bytes of a file a Sync would still make durable.
 //
+// A cut undoes all of a directory's unsynced changes together, which hides
+// code that leans on their order. UnsyncedEntries lists them and SyncEntry
+// makes one durable alone, so a test can persist any part of them before a
+// cut, as a file system that writes them out of order would.
+//
 // PowerCut then makes it so on the real disk: entries that were not durable
 // are removed, durable ones renamed or removed since are put back, every
 // file gets back its durable bytes and size. All handles open before the cut
