@@ -76,11 +76,6 @@ func (l *Log) passOverDamage(base, fillTo int64, r io.ReaderAt, size int64, w io
 			why = fmt.Errorf("a batch of %d bytes runs past the end (%d)", n, size)
 		} else if h.BaseOffset() < next {
 			why = fmt.Errorf("base offset %d does not follow %d", h.BaseOffset(), next-1)
-		} else if h.LastOffset()-base > math.MaxInt32 || fillTo >= 0 && h.LastOffset() >= fillTo {
-			// The base offset is outside the CRC: one past the
-			// segment's range (the next segment's base, or what its
-			// relative offsets can hold) is damage.
-			why = fmt.Errorf("offsets %d to %d lie outside the segment (the next one starts at %d)", h.BaseOffset(), h.LastOffset(), fillTo)
 		} else if b, ok := batchAt(r, pos, size); !ok {
 			if b != nil {
 				why = b.Validate()
