@@ -173,16 +173,9 @@ func (s *Segment) rewriteLocked(rewrite Rewrite) error {
 		return fmt.Errorf("segment: stat %s: %w", s.logPath, err)
 	}
 	tmp := s.logPath + TruncateSuffix
-	nf, err := s.fs.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	nf, abandon, err := s.createCopy(tmp)
 	if err != nil {
-		return fmt.Errorf("segment: create %s: %w", tmp, err)
-	}
-	abandon := func(err error) error {
-		rerr := s.fs.Remove(tmp)
-		if errors.Is(rerr, fs.ErrNotExist) {
-			rerr = nil
-		}
-		return errors.Join(err, nf.Close(), rerr)
+		return err
 	}
 	changed, err := rewrite(src, fi.Size(), nf)
 	if err != nil {

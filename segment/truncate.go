@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/foliolog/folio/errs"
+	"github.com/foliolog/folio/vfs"
 )
 
 // TruncateTo removes every batch that holds an offset at or above offset
@@ -142,16 +143,9 @@ func (s *Segment) cutLocked(f *files, newSize int64) error {
 		return nil
 	}
 	tmp := s.logPath + TruncateSuffix
-	nf, err := s.fs.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	nf, abandon, err := s.createCopy(tmp)
 	if err != nil {
-		return fmt.Errorf("segment: create %s: %w", tmp, err)
-	}
-	abandon := func(err error) error {
-		rerr := s.fs.Remove(tmp)
-		if errors.Is(rerr, fs.ErrNotExist) {
-			rerr = nil
-		}
-		return errors.Join(err, nf.Close(), rerr)
+		return err
 	}
 	if err := copyPrefix(nf, f.log, newSize); err != nil {
 		return abandon(fmt.Errorf("segment: copy %s to %s: %w", s.logPath, tmp, err))
@@ -200,4 +194,22 @@ func copyPrefix(dst, src interface {
 		off += int64(len(chunk))
 	}
 	return nil
+}
+
+// createCopy creates tmp, empty, for a copy of the .log that is renamed
+// over it once complete (truncation's copy path, RecoverRewrite). abandon
+// closes and removes it, joining any error to err.
+func (s *Segment) createCopy(tmp string) (nf vfs.File, abandon func(err error) error, err error) {
+	nf, err = s.fs.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, nil, fmt.Errorf("segment: create %s: %w", tmp, err)
+	}
+	abandon = func(err error) error {
+		rerr := s.fs.Remove(tmp)
+		if errors.Is(rerr, fs.ErrNotExist) {
+			rerr = nil
+		}
+		return errors.Join(err, nf.Close(), rerr)
+	}
+	return nf, abandon, nil
 }
