@@ -470,6 +470,23 @@ func (c *cursor) locate(offset int64) (pos int64, h record.Batch, found bool, er
 	return pos, hit, hit != nil, nil
 }
 
+// damageBefore reports whether the batches from the last offset-index
+// entry below offset that matches the log (or from the segment's start)
+// run into damage before the batch holding offset. A mismatch that is
+// only an index's (garbage or stale entries over an intact log) finds no
+// damage, so the caller still rebuilds such an index.
+func (c *cursor) damageBefore(offset int64) bool {
+	start := int64(0)
+	for i := c.f.off.Entries() - 1; i >= 0; i-- {
+		if e := c.f.off.Entry(i); e.Offset < offset && c.s.entryMatches(c.sc, e) {
+			start = e.Position
+			break
+		}
+	}
+	_, err := c.sc.walk(start, func(_ int64, b record.Batch) bool { return b.LastOffset() < offset })
+	return err != nil && errors.Is(err, ErrCorrupt)
+}
+
 // restore derives the tip of the log from the indexes' last entries and a
 // scan of the batches after the last offset-index entry, which is about
 // IndexIntervalBytes plus a batch. c must be pinned at the .log's size. It
@@ -489,12 +506,23 @@ func (c *cursor) restore(fromTimeEntry bool) (*tip, error) {
 		}
 		start = e.Position
 	}
+	damagedTimeEntry := false
 	if te, ok := f.time.LastEntry(); ok {
 		pos, h, found, err := c.locate(te.Offset)
-		if err != nil {
+		switch {
+		case err != nil && (errors.Is(err, ErrCorrupt) || errors.Is(err, errStaleIndex)) && c.damageBefore(te.Offset):
+			// The batches leading to the entry's offset run into damage
+			// (a header that does not check), which a read there reports.
+			// The entry cannot be matched against its batch, but the
+			// offset index's last entry did match, so the indexes are the
+			// writer's: keep the entry as written rather than refuse the
+			// segment, whose batches before and after the damage stay
+			// readable. Rebuilding the indexes would stop at the damage
+			// and lose the entries past it.
+			damagedTimeEntry = true
+		case err != nil:
 			return nil, err
-		}
-		if !found || !timeEntryFits(te, h) {
+		case !found || !timeEntryFits(te, h):
 			return nil, fmt.Errorf("%w: %s: last entry (%d, %d) has no matching batch", errStaleIndex, s.timePath, te.Timestamp, te.Offset)
 		}
 		// The last entry stands for the segment's largest timestamp, so it
@@ -507,7 +535,7 @@ func (c *cursor) restore(fromTimeEntry bool) (*tip, error) {
 			}
 		}
 		t.maxTs, t.maxTsOffset = te.Timestamp, te.Offset
-		if fromTimeEntry && pos < start {
+		if fromTimeEntry && !damagedTimeEntry && pos < start {
 			start = pos
 		}
 	}
@@ -533,6 +561,10 @@ func (c *cursor) restore(fromTimeEntry bool) (*tip, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	if damagedTimeEntry && (t.maxTsOffset < s.base || t.maxTsOffset >= t.next) {
+		return nil, fmt.Errorf("%w: %s: last entry (%d, %d) lies outside the segment's offsets [%d, %d)",
+			errStaleIndex, s.timePath, t.maxTs, t.maxTsOffset, s.base, t.next)
 	}
 	return t, nil
 }

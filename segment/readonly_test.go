@@ -2,6 +2,7 @@ package segment
 
 import (
 	"errors"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"testing"
@@ -165,13 +166,25 @@ func TestReadOnlyRebuildsInMemory(t *testing.T) {
 // names the file and the bad batch's position; a read at the damaged batch
 // returns the error alone.
 func TestReadReturnsGoodBatchesBeforeDamage(t *testing.T) {
+	readGoodBatchesBeforeDamage(t, testRand(t))
+}
+
+// TestReadBeforeDamageAtTimeEntry: with this seed the time index's last
+// entry points at the damaged batch, which once made loading the segment
+// fail (so not even the batches before the damage could be read) and
+// rebuilding its indexes stop at the damage.
+func TestReadBeforeDamageAtTimeEntry(t *testing.T) {
+	readGoodBatchesBeforeDamage(t, rand.New(rand.NewSource(1796248369979261787)))
+}
+
+func readGoodBatchesBeforeDamage(t *testing.T, rng *rand.Rand) {
 	dir := segDir(t)
 	// An entry at every batch: loading checks the batches after the last
 	// entry only, and the damage lies before it.
 	opts := &Options{IndexIntervalBytes: 1}
 	w := mustCreate(t, dir, 0, opts)
 	m := &model{}
-	fill(t, w, m, newGen(t, testRand(t), 0), 10)
+	fill(t, w, m, newGen(t, rng, 0), 10)
 	if err := w.Seal(); err != nil {
 		t.Fatal(err)
 	}
@@ -196,15 +209,28 @@ func TestReadReturnsGoodBatchesBeforeDamage(t *testing.T) {
 		t.Fatalf("read into the damage: %v, want ErrCorrupt at %s byte %d", err, LogPath(dir, 0), bad.pos)
 	}
 	if v == nil {
-		t.Fatal("no view of the good batches")
+		t.Fatalf("no view of the good batches: %v", err)
 	}
 	if v.Pos() != m.batches[2].pos || int64(v.Len()) != bad.pos-m.batches[2].pos {
 		t.Fatalf("view [%d, +%d), want [%d, %d)", v.Pos(), v.Len(), m.batches[2].pos, bad.pos)
 	}
 	v.Release()
-	if v, err := s.Read(bad.h().BaseOffset(), 1<<30, -1); v != nil || !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("read at the damaged batch: %v, %v", v, err)
+	for _, off := range []int64{bad.h().BaseOffset(), bad.h().LastOffset()} {
+		if v, err := s.Read(off, 1<<30, -1); v != nil || !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("read at offset %d of the damaged batch: %v, %v", off, v, err)
+		}
 	}
+	// The batches after the damage stay readable through the index, also
+	// after reads into the damage.
+	after := m.batches[7]
+	v, err = s.Read(after.h().BaseOffset(), 1, -1)
+	if err != nil {
+		t.Fatalf("read after the damage: %v", err)
+	}
+	if v.Pos() != after.pos {
+		t.Fatalf("read after the damage at %d, want %d", v.Pos(), after.pos)
+	}
+	v.Release()
 }
 
 // TestReadOnlyMaxTimestampBetweenEntries: a followed segment whose writer
