@@ -131,38 +131,16 @@ func compactCutAt(t *testing.T, tmpl, dir string, opts *Options, st State, m *kv
 	if err != nil {
 		t.Fatal(err)
 	}
-	var (
-		mu     sync.Mutex
-		ops    int
-		dead   bool
-		cutErr error
-	)
-	fsys.SetHook(func(op faultfs.Op) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if dead {
-			return errDeadProcess
-		}
-		if ops++; ops == n {
-			dead = true
-			if crash {
-				fsys.Crash()
-			} else {
-				cutErr = fsys.PowerCut()
-			}
-		}
-		return nil
-	})
+	var cut func() error
+	if crash {
+		cut = crashCut(fsys)
+	}
+	c := newCutter(fsys, n, cut)
 	_, cerr := l.Compact(context.Background())
-	mu.Lock()
-	wasCut := dead
-	mu.Unlock()
-	if !wasCut || cerr == nil {
+	if wasCut := c.died(); !wasCut || cerr == nil {
 		t.Fatalf("the cut at operation %d: cut %v, Compact returned %v", n, wasCut, cerr)
 	}
-	if cutErr != nil {
-		t.Fatal(cutErr)
-	}
+	c.check(t)
 	l.kill()
 	fsys.SetHook(nil)
 	checkReopened(t, fsys, dir, opts, st, m, fmt.Sprintf("the cut at operation %d", n), before, after, nil)
@@ -244,48 +222,28 @@ func TestCompactCrashBetweenSwapSteps(t *testing.T) {
 				dir := filepath.Join(root, name)
 				copyDir(t, tmpl, dir)
 				fsys := faultfs.New()
-				var (
-					mu     sync.Mutex
-					dead   bool
-					cutErr error
-				)
+				var cut func() error
+				if crash {
+					cut = crashCut(fsys)
+				}
+				c := newCutter(fsys, 0, cut)
 				o := *opts
 				o.afterSwapStep = func(s swapStep) error {
-					if s != step {
-						return nil
+					if s == step {
+						c.now()
+						return errDeadProcess
 					}
-					mu.Lock()
-					defer mu.Unlock()
-					dead = true
-					if crash {
-						fsys.Crash()
-					} else {
-						cutErr = fsys.PowerCut()
-					}
-					return errDeadProcess
+					return nil
 				}
 				l, err := Open(fsys, dir, &o, st)
 				if err != nil {
 					t.Fatal(err)
 				}
-				fsys.SetHook(func(faultfs.Op) error {
-					mu.Lock()
-					defer mu.Unlock()
-					if dead {
-						return errDeadProcess
-					}
-					return nil
-				})
 				_, cerr := l.Compact(context.Background())
-				mu.Lock()
-				wasCut := dead
-				mu.Unlock()
-				if !wasCut || !errors.Is(cerr, errDeadProcess) {
+				if wasCut := c.died(); !wasCut || !errors.Is(cerr, errDeadProcess) {
 					t.Fatalf("the cut after step %s: cut %v, Compact returned %v", step, wasCut, cerr)
 				}
-				if cutErr != nil {
-					t.Fatal(cutErr)
-				}
+				c.check(t)
 				l.kill()
 				fsys.SetHook(nil)
 				checkReopened(t, fsys, dir, opts, st, m, "the cut after step "+step.String(), before, after, want)

@@ -88,57 +88,19 @@ func retentionCutAt(t *testing.T, root string, seed uint64, n, variant int, buil
 	fsys := faultfs.New()
 	dir := filepath.Join(root, fmt.Sprintf("%d-%d", n, variant))
 	l, want, st := build(t, fsys, dir)
-	cut := func() error {
-		if variant > 0 {
-			names, err := fsys.UnsyncedEntries(dir)
-			if err != nil {
-				return err
-			}
-			for _, name := range names {
-				if rng.IntN(2) == 0 {
-					if err := fsys.SyncEntry(dir, name); err != nil {
-						return err
-					}
-				}
-			}
-		}
-		return fsys.PowerCut()
-	}
-	var (
-		mu     sync.Mutex
-		count  int
-		dead   bool
-		cutErr error
-	)
-	fsys.SetHook(func(faultfs.Op) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if dead {
-			return errDeadProcess
-		}
-		if count++; count == n {
-			dead = true
-			cutErr = cut()
-		}
-		return nil
-	})
+	c := newCutter(fsys, n, reorderedCut(fsys, dir, rng, variant > 0))
 	_, derr := l.DeleteRecordsBefore(cutBelow)
-	mu.Lock()
-	returned := !dead
+	// Past the last operation: cut right after the return (the
+	// checkpoint is the log's memory, which the cut does not touch).
+	returned := c.now()
 	var after State
 	if returned {
 		if derr != nil {
-			mu.Unlock()
 			t.Fatalf("DeleteRecordsBefore: %v", derr)
 		}
 		after = l.Checkpoint()
-		dead = true
-		cutErr = cut()
 	}
-	mu.Unlock()
-	if cutErr != nil {
-		t.Fatal(cutErr)
-	}
+	c.check(t)
 	l.kill()
 	fsys.SetHook(nil)
 

@@ -86,37 +86,12 @@ func TestPowerCutCompletingSwapAtOpen(t *testing.T) {
 					dir := filepath.Join(root, fmt.Sprintf("%s-%d-%d", step, n, variant))
 					copyDir(t, cut, dir)
 					fsys := faultfs.New()
-					var (
-						mu     sync.Mutex
-						count  int
-						dead   bool
-						cutErr error
-					)
-					fsys.SetHook(func(faultfs.Op) error {
-						mu.Lock()
-						defer mu.Unlock()
-						if dead {
-							return errDeadProcess
-						}
-						if count++; count == n {
-							dead = true
-							cutErr = persistSome(fsys, dir, rng, variant > 0)
-							if cutErr == nil {
-								cutErr = fsys.PowerCut()
-							}
-						}
-						return nil
-					})
+					c := newCutter(fsys, n, reorderedCut(fsys, dir, rng, variant > 0))
 					l, oerr := Open(fsys, dir, opts, reopen)
-					mu.Lock()
-					wasCut := dead
-					mu.Unlock()
-					if !wasCut {
+					if !c.died() {
 						t.Fatalf("Open made fewer than %d file operations", n)
 					}
-					if cutErr != nil {
-						t.Fatal(cutErr)
-					}
+					c.check(t)
 					if oerr == nil {
 						// The cut fell on an operation whose failure Open
 						// does not need (a best-effort one): the process
@@ -133,27 +108,6 @@ func TestPowerCutCompletingSwapAtOpen(t *testing.T) {
 	}
 }
 
-// persistSome makes durable, when on, a random part of dir's unsynced
-// directory changes, as a file system writing them out of order would
-// before a cut.
-func persistSome(fsys *faultfs.FS, dir string, rng interface{ IntN(int) int }, on bool) error {
-	if !on {
-		return nil
-	}
-	names, err := fsys.UnsyncedEntries(dir)
-	if err != nil {
-		return err
-	}
-	for _, name := range names {
-		if rng.IntN(2) == 0 {
-			if err := fsys.SyncEntry(dir, name); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // cutSwapAfter copies the template to dir and runs its compaction pass
 // until the swap step, where the power is cut: dir then holds what a real
 // cut there leaves on disk.
@@ -161,40 +115,23 @@ func cutSwapAfter(t *testing.T, tmpl, dir string, opts *Options, st State, step 
 	t.Helper()
 	copyDir(t, tmpl, dir)
 	fsys := faultfs.New()
-	var (
-		mu     sync.Mutex
-		dead   bool
-		cutErr error
-	)
+	c := newCutter(fsys, 0, nil)
 	o := *opts
 	o.afterSwapStep = func(s swapStep) error {
-		if s != step {
-			return nil
+		if s == step {
+			c.now()
+			return errDeadProcess
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		dead = true
-		cutErr = fsys.PowerCut()
-		return errDeadProcess
+		return nil
 	}
 	l, err := Open(fsys, dir, &o, st)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fsys.SetHook(func(faultfs.Op) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if dead {
-			return errDeadProcess
-		}
-		return nil
-	})
 	if _, err := l.Compact(context.Background()); !errors.Is(err, errDeadProcess) {
 		t.Fatalf("the cut after %s: Compact returned %v", step, err)
 	}
-	if cutErr != nil {
-		t.Fatal(cutErr)
-	}
+	c.check(t)
 	l.kill()
 	fsys.SetHook(nil)
 }

@@ -85,42 +85,14 @@ func TestPowerCutTruncateCopyPath(t *testing.T) {
 			fsys := faultfs.New()
 			dir := filepath.Join(root, fmt.Sprint(n))
 			l, _, st, release := truncCutLog(t, fsys, dir)
-			var (
-				mu     sync.Mutex
-				count  int
-				dead   bool
-				cutErr error
-			)
-			cut := func() {
-				dead = true
-				cutErr = fsys.PowerCut()
-			}
-			fsys.SetHook(func(faultfs.Op) error {
-				mu.Lock()
-				defer mu.Unlock()
-				if dead {
-					return errDeadProcess
-				}
-				if count++; count == n {
-					cut()
-				}
-				return nil
-			})
+			c := newCutter(fsys, n, nil)
 			terr := l.TruncateTo(70)
-			mu.Lock()
-			returned := !dead
-			if returned {
-				// Past the last operation: cut right after the return.
-				if terr != nil {
-					mu.Unlock()
-					t.Fatalf("TruncateTo: %v", terr)
-				}
-				cut()
+			// Past the last operation: cut right after the return.
+			returned := c.now()
+			if returned && terr != nil {
+				t.Fatalf("TruncateTo: %v", terr)
 			}
-			mu.Unlock()
-			if cutErr != nil {
-				t.Fatal(cutErr)
-			}
+			c.check(t)
 			if !returned && terr == nil {
 				t.Fatalf("TruncateTo returned nil though the power was cut at its operation %d", n)
 			}
