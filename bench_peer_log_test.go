@@ -3,7 +3,6 @@ package folio
 import (
 	"encoding/binary"
 	"testing"
-	"time"
 
 	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/readpath"
@@ -23,30 +22,7 @@ func BenchmarkPeerSequentialLog(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer l.Close()
-	bld, err := record.NewBuilder(nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	val := make([]byte, peerSize)
-	var buf []byte
-	for at := 0; at < peerRecs(); at += peerBatch {
-		ts := time.Now().UnixMilli()
-		bld.Reset()
-		for i := range min(peerBatch, peerRecs()-at) {
-			binary.LittleEndian.PutUint64(val, uint64(at+i))
-			if err := bld.Append(record.Record{Value: val, Timestamp: ts}); err != nil {
-				b.Fatal(err)
-			}
-		}
-		bt, err := bld.Build(buf)
-		if err != nil {
-			b.Fatal(err)
-		}
-		buf = bt[:0]
-		if _, _, err := l.Append(bt); err != nil {
-			b.Fatal(err)
-		}
-	}
+	newPeerLogWriter(b).append(b, l, peerRecs())
 	end := int64(peerRecs())
 	opts := &record.DecodeOptions{SkipCRC: true} // Parse checked it
 	b.SetBytes(peerSize)
