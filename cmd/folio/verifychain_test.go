@@ -33,13 +33,7 @@ func TestVerifyChain(t *testing.T) {
 		{"last/rename.tmp", false, ".tmp"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			fill(t, dir, "c", folio.TopicConfig{Flush: folio.FlushNone, SegmentBytes: 300}, 20, func(int) string { return strings.Repeat("v", 60) })
-			pdir := filepath.Join(dir, topic.DirName("c", 0))
-			bases, err := segmentBases(pdir)
-			if err != nil || len(bases) < 3 {
-				t.Fatalf("segments %v, %v: want at least 3", bases, err)
-			}
+			dir, pdir, bases := threeSegments(t)
 			if out := ok(t, "", "verify", "-dir", dir); !strings.Contains(out, " 0 problems, 0 notes") {
 				t.Fatalf("verify before the damage:\n%s", out)
 			}
@@ -48,6 +42,7 @@ func TestVerifyChain(t *testing.T) {
 				base = bases[1]
 			}
 			path := segment.LogPath(pdir, base)
+			var err error
 			switch tc.damage {
 			case "delete":
 				err = os.Remove(path)
@@ -182,4 +177,19 @@ func TestVerifyBelowRecoveryPoint(t *testing.T) {
 	if want := "PROBLEM " + path + ": the log ends at offset 0, below the recovery point 3"; !strings.Contains(r.stdout, want) {
 		t.Errorf("verify does not report the loss as %q:\n%s", want, r.stdout)
 	}
+}
+
+// threeSegments makes a data directory holding topic "c" of one partition
+// with 20 records in segments of 300 bytes (at least three), and returns
+// the directory, the partition's directory and its segments' bases.
+func threeSegments(t *testing.T) (dir, pdir string, bases []int64) {
+	t.Helper()
+	dir = t.TempDir()
+	fill(t, dir, "c", folio.TopicConfig{Flush: folio.FlushNone, SegmentBytes: 300}, 20, func(int) string { return strings.Repeat("v", 60) })
+	pdir = filepath.Join(dir, topic.DirName("c", 0))
+	bases, err := segmentBases(pdir)
+	if err != nil || len(bases) < 3 {
+		t.Fatalf("segments %v, %v: want at least 3", bases, err)
+	}
+	return dir, pdir, bases
 }

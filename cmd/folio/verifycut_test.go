@@ -2,14 +2,11 @@ package main
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/foliolog/folio"
 	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/segment"
-	"github.com/foliolog/folio/topic"
 )
 
 // TestVerifyNamesSegmentCutAtBoundary: a sealed segment that lost its last
@@ -18,13 +15,7 @@ import (
 // segment's .log too, not only the name a segment holding the hole would
 // have (damage test seed 1796247735758234943, unclean/sealed.log/truncate).
 func TestVerifyNamesSegmentCutAtBoundary(t *testing.T) {
-	dir := t.TempDir()
-	fill(t, dir, "c", folio.TopicConfig{Flush: folio.FlushNone, SegmentBytes: 300}, 20, func(int) string { return strings.Repeat("v", 60) })
-	pdir := filepath.Join(dir, topic.DirName("c", 0))
-	bases, err := segmentBases(pdir)
-	if err != nil || len(bases) < 3 {
-		t.Fatalf("segments %v, %v: want at least 3", bases, err)
-	}
+	dir, pdir, bases := threeSegments(t)
 	path := segment.LogPath(pdir, bases[1])
 	data, err := os.ReadFile(path)
 	if err != nil {
