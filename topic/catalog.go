@@ -506,9 +506,7 @@ func (c *Catalog) createID(name string, internal bool, id ID, cfg Config) (Info,
 	if err := c.makeDirsLocked(name, 0, in.Config.Partitions); err != nil {
 		return Info{}, err
 	}
-	next := c.state.clone()
-	next.topics[name] = in
-	if err := c.commitLocked(next); err != nil {
+	if err := c.putLocked(in); err != nil {
 		if c.failed == nil { // the old catalog is in force: the dirs are orphans
 			c.dropDirsLocked(name, 0, in.Config.Partitions)
 		}
@@ -529,12 +527,9 @@ func (c *Catalog) Delete(name string) error {
 	}
 	c.catalogMu.Lock()
 	defer c.catalogMu.Unlock()
-	if err := c.usableLocked(); err != nil {
+	in, err := c.topicLocked(name)
+	if err != nil {
 		return err
-	}
-	in, ok := c.state.topics[name]
-	if !ok {
-		return fmt.Errorf("%w: %q", ErrNotFound, name)
 	}
 	next := c.state.clone()
 	delete(next.topics, name)
@@ -583,12 +578,9 @@ func (c *Catalog) AddPartitions(name string, total int32) (Info, error) {
 	}
 	c.catalogMu.Lock()
 	defer c.catalogMu.Unlock()
-	if err := c.usableLocked(); err != nil {
+	in, err := c.topicLocked(name)
+	if err != nil {
 		return Info{}, err
-	}
-	in, ok := c.state.topics[name]
-	if !ok {
-		return Info{}, fmt.Errorf("%w: %q", ErrNotFound, name)
 	}
 	cur := in.Config.Partitions
 	if total <= cur || total > MaxPartitions {
@@ -598,9 +590,7 @@ func (c *Catalog) AddPartitions(name string, total int32) (Info, error) {
 		return Info{}, err
 	}
 	in.Config.Partitions = total
-	next := c.state.clone()
-	next.topics[name] = in
-	if err := c.commitLocked(next); err != nil {
+	if err := c.putLocked(in); err != nil {
 		if c.failed == nil { // the old catalog is in force: the dirs are orphans
 			c.dropDirsLocked(name, cur, total)
 		}
@@ -620,20 +610,15 @@ func (c *Catalog) UndoAddPartitions(name string, from, to int32) error {
 	}
 	c.catalogMu.Lock()
 	defer c.catalogMu.Unlock()
-	if err := c.usableLocked(); err != nil {
+	in, err := c.topicLocked(name)
+	if err != nil {
 		return err
-	}
-	in, ok := c.state.topics[name]
-	if !ok {
-		return fmt.Errorf("%w: %q", ErrNotFound, name)
 	}
 	if in.Config.Partitions != to || from < 1 || from >= to {
 		return fmt.Errorf("%w: topic %q has %d partitions; cannot take %d back to %d", ErrInvalidPartitions, name, in.Config.Partitions, to, from)
 	}
 	in.Config.Partitions = from
-	next := c.state.clone()
-	next.topics[name] = in
-	if err := c.commitLocked(next); err != nil {
+	if err := c.putLocked(in); err != nil {
 		return err
 	}
 	c.dropDirsLocked(name, from, to)
@@ -655,12 +640,9 @@ func (c *Catalog) Alter(name string, cfg Config) (Info, error) {
 	}
 	c.catalogMu.Lock()
 	defer c.catalogMu.Unlock()
-	if err := c.usableLocked(); err != nil {
+	in, err := c.topicLocked(name)
+	if err != nil {
 		return Info{}, err
-	}
-	in, ok := c.state.topics[name]
-	if !ok {
-		return Info{}, fmt.Errorf("%w: %q", ErrNotFound, name)
 	}
 	if cfg.Partitions == 0 {
 		cfg.Partitions = in.Config.Partitions
@@ -669,18 +651,15 @@ func (c *Catalog) Alter(name string, cfg Config) (Info, error) {
 		return Info{}, fmt.Errorf("%w: topic %q has %d partitions; Alter cannot make it %d (use AddPartitions)", ErrInvalidPartitions, name, in.Config.Partitions, cfg.Partitions)
 	}
 	in.Config = cfg.WithDefaults()
-	next := c.state.clone()
-	next.topics[name] = in
-	if err := c.commitLocked(next); err != nil {
+	if err := c.putLocked(in); err != nil {
 		return Info{}, err
 	}
 	return in, nil
 }
 
-// Describe returns one topic.
-func (c *Catalog) Describe(name string) (Info, error) {
-	c.catalogMu.Lock()
-	defer c.catalogMu.Unlock()
+// topicLocked returns topic name's entry once the catalog is usable.
+// catalogMu must be held.
+func (c *Catalog) topicLocked(name string) (Info, error) {
 	if err := c.usableLocked(); err != nil {
 		return Info{}, err
 	}
@@ -689,6 +668,21 @@ func (c *Catalog) Describe(name string) (Info, error) {
 		return Info{}, fmt.Errorf("%w: %q", ErrNotFound, name)
 	}
 	return in, nil
+}
+
+// putLocked commits a catalog in which in is its topic's entry.
+// catalogMu must be held.
+func (c *Catalog) putLocked(in Info) error {
+	next := c.state.clone()
+	next.topics[in.Name] = in
+	return c.commitLocked(next)
+}
+
+// Describe returns one topic.
+func (c *Catalog) Describe(name string) (Info, error) {
+	c.catalogMu.Lock()
+	defer c.catalogMu.Unlock()
+	return c.topicLocked(name)
 }
 
 // List returns every topic, by name.
