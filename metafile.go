@@ -102,19 +102,12 @@ func locateMeta(dir, name string, err error) error {
 	return err
 }
 
-// writeMetaFile writes data as dir/name durably: a temporary file, fsync,
-// rename over the final name, fsync of dir.
+// writeMetaFile writes data as dir/name durably (vfs.ReplaceFile: a
+// temporary file, fsync, rename over the final name, fsync of dir).
 func writeMetaFile(fsys vfs.FS, dir, name string, data []byte) error {
 	final := filepath.Join(dir, name)
-	tmp := final + tmpSuffix
-	if err := vfs.WriteFileSynced(fsys, tmp, data); err != nil {
-		return fmt.Errorf("folio: writing %s: %w", tmp, err) // a leftover is harmless: the next write replaces it
-	}
-	if err := fsys.Rename(tmp, final); err != nil {
-		return fmt.Errorf("folio: renaming %s: %w", tmp, err)
-	}
-	if err := fsys.SyncDir(dir); err != nil {
-		return fmt.Errorf("folio: syncing %s after writing %s: %w", dir, name, err)
+	if err := vfs.ReplaceFile(fsys, final+tmpSuffix, final, data); err != nil {
+		return fmt.Errorf("folio: %w", err)
 	}
 	return nil
 }

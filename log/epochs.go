@@ -313,24 +313,11 @@ func (l *Log) persistEpochs() error {
 		l.epochs.markDirty()
 		return err
 	}
-	if err := writeFileDurably(l.fs, l.epochPath(), FormatEpochCheckpoint(entries)); err != nil {
+	if err := vfs.ReplaceFile(l.fs, l.epochPath()+".tmp", l.epochPath(), FormatEpochCheckpoint(entries)); err != nil {
 		l.epochs.markDirty()
 		return fmt.Errorf("log: writing %s: %w", l.epochPath(), err)
 	}
 	return nil
-}
-
-// writeFileDurably replaces path with data: written to path.tmp and
-// fsynced, renamed over path, the directory fsynced.
-func writeFileDurably(fsys vfs.FS, path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := vfs.WriteFileSynced(fsys, tmp, data); err != nil {
-		return err
-	}
-	if err := fsys.Rename(tmp, path); err != nil {
-		return err
-	}
-	return fsys.SyncDir(filepath.Dir(path))
 }
 
 // readEpochFile reads and parses the checkpoint; a missing file is an

@@ -103,15 +103,9 @@ func (p *pass) writeSwapCommit() error {
 		cs[gi] = swapCommit{base: g.base, end: g.end, size: w.pos, crc: w.crc}
 	}
 	fsys, dir := p.l.fs, p.l.dir
-	tmp := filepath.Join(dir, SwapCommitFile+".tmp")
-	if err := vfs.WriteFileSynced(fsys, tmp, encodeSwapCommits(cs)); err != nil {
-		return fmt.Errorf("log: compaction: write %s: %w", tmp, err)
-	}
-	if err := fsys.Rename(tmp, filepath.Join(dir, SwapCommitFile)); err != nil {
-		return fmt.Errorf("log: compaction: rename %s: %w", tmp, err)
-	}
-	if err := fsys.SyncDir(dir); err != nil {
-		return fmt.Errorf("log: compaction: sync dir %s: %w", dir, err)
+	path := filepath.Join(dir, SwapCommitFile)
+	if err := vfs.ReplaceFile(fsys, path+".tmp", path, encodeSwapCommits(cs)); err != nil {
+		return fmt.Errorf("log: compaction: %w", err)
 	}
 	return nil
 }

@@ -761,17 +761,15 @@ func (c *Catalog) writeCatalogLocked(st catalogState) error {
 	if err != nil {
 		return err
 	}
-	tmp, final := c.path(catalogTmp), c.path(CatalogFile)
-	if err := vfs.WriteFileSynced(c.fs, tmp, data); err != nil {
-		return fmt.Errorf("topic: writing catalog %s: %w", tmp, err)
-	}
-	if err := c.fs.Rename(tmp, final); err != nil {
-		c.failed = fmt.Errorf("renaming %s: %w", tmp, err)
+	err = vfs.ReplaceFile(c.fs, c.path(catalogTmp), c.path(CatalogFile), data)
+	if errors.Is(err, vfs.ErrReplaceUncertain) {
+		// Which catalog a power cut leaves is not known now: nothing may
+		// go on from the one in memory.
+		c.failed = err
 		return fmt.Errorf("%w: %w", ErrFailed, c.failed)
 	}
-	if err := c.fs.SyncDir(c.dir); err != nil {
-		c.failed = fmt.Errorf("syncing %s after renaming the catalog: %w", c.dir, err)
-		return fmt.Errorf("%w: %w", ErrFailed, c.failed)
+	if err != nil {
+		return fmt.Errorf("topic: writing the catalog: %w", err)
 	}
 	return nil
 }
