@@ -35,21 +35,84 @@ func (m *Mem) CreateTopic(rec TopicRecord, assignment [][]int32) error {
 	if len(assignment) != int(rec.Config.Partitions) {
 		return fmt.Errorf("replica: topic %q: %d partitions, %d assigned", rec.Name, rec.Config.Partitions, len(assignment))
 	}
-	for p, rs := range assignment {
+	if err := checkAssignment(rec.Name, 0, assignment); err != nil {
+		return err
+	}
+	m.assignLocked(rec.Name, 0, assignment)
+	m.topics[rec.Name] = rec
+	m.notifyLocked()
+	return nil
+}
+
+// checkAssignment refuses an assignment that leaves a partition from
+// first on without replicas.
+func checkAssignment(name string, first int32, assignment [][]int32) error {
+	for i, rs := range assignment {
 		if len(rs) == 0 {
-			return fmt.Errorf("replica: topic %q partition %d has no replicas", rec.Name, p)
+			return fmt.Errorf("replica: topic %q partition %d has no replicas", name, first+int32(i))
 		}
 	}
-	for p, rs := range assignment {
+	return nil
+}
+
+// assignLocked creates the state of partitions first, first+1, ... of
+// topic name from assignment: its replicas (preferred leader first), all
+// in the ISR under their registered incarnations, led by the first in
+// epoch 0.
+func (m *Mem) assignLocked(name string, first int32, assignment [][]int32) {
+	for i, rs := range assignment {
 		s := State{Replicas: slices.Clone(rs), Leader: rs[0]}
 		for _, r := range rs {
 			s.ISR = append(s.ISR, Member{ID: r, Incarnation: m.incarnations[r]})
 		}
-		m.parts[TopicPartition{rec.Name, int32(p)}] = s
+		m.parts[TopicPartition{name, first + int32(i)}] = s
 	}
-	m.topics[rec.Name] = rec
+}
+
+// AddPartitions grows the replicated topic name by len(assignment)
+// partitions, numbered from its current count, each assigned and led as
+// CreateTopic assigns them, in one change. It fails if there is no such
+// topic, if it would exceed topic.MaxPartitions, or if a new partition
+// has no replicas; it returns the topic as it now is.
+func (m *Mem) AddPartitions(name string, assignment [][]int32) (TopicRecord, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rec, ok := m.topics[name]
+	if !ok {
+		return TopicRecord{}, fmt.Errorf("%w: %q", topic.ErrNotFound, name)
+	}
+	cur := rec.Config.Partitions
+	if len(assignment) == 0 || int(cur)+len(assignment) > topic.MaxPartitions {
+		return rec, fmt.Errorf("%w: topic %q has %d partitions; adding %d, want more, at most %d in all",
+			topic.ErrInvalidPartitions, name, cur, len(assignment), topic.MaxPartitions)
+	}
+	if err := checkAssignment(name, cur, assignment); err != nil {
+		return rec, err
+	}
+	m.assignLocked(name, cur, assignment)
+	rec.Config.Partitions = cur + int32(len(assignment))
+	m.topics[name] = rec
 	m.notifyLocked()
-	return nil
+	return rec, nil
+}
+
+// DeleteTopic removes the replicated topic name and the state of its
+// partitions in one change; it reports whether there was one. The brokers
+// hosting its replicas drop theirs when they see the change: a leader
+// resigns (its held appends fail, indeterminate), a follower stops.
+func (m *Mem) DeleteTopic(name string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rec, ok := m.topics[name]
+	if !ok {
+		return false
+	}
+	for p := range rec.Config.Partitions {
+		delete(m.parts, TopicPartition{name, p})
+	}
+	delete(m.topics, name)
+	m.notifyLocked()
+	return true
 }
 
 // Topics returns the replicated topics, by name.

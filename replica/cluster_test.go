@@ -52,3 +52,68 @@ func TestMemCreateTopicAndChanges(t *testing.T) {
 		t.Fatal("an election did not signal a change")
 	}
 }
+
+// TestMemAddPartitionsAndDeleteTopic: a topic grows by whole partitions,
+// numbered on from its count and assigned as at creation, in one change;
+// deleting it removes it and its partitions' states in one change.
+func TestMemAddPartitionsAndDeleteTopic(t *testing.T) {
+	m := NewMem()
+	m.Register(1, 11)
+	m.Register(2, 22)
+	if err := m.CreateTopic(TopicRecord{Name: "orders", Config: topic.Config{Partitions: 1}}, [][]int32{{1, 2}}); err != nil {
+		t.Fatal(err)
+	}
+	v0, next := m.Changes()
+	rec, err := m.AddPartitions("orders", [][]int32{{2, 1}, {1, 2}})
+	if err != nil || rec.Config.Partitions != 3 {
+		t.Fatalf("AddPartitions: %+v, %v", rec, err)
+	}
+	if v, _ := m.Changes(); v <= v0 {
+		t.Fatal("adding partitions raised no version")
+	}
+	select {
+	case <-next:
+	default:
+		t.Fatal("adding partitions did not signal a change")
+	}
+	st, err := m.Partition(context.Background(), TopicPartition{"orders", 1})
+	if err != nil || st.Leader != 2 || len(st.ISR) != 2 || st.ISR[0] != (Member{2, 22}) {
+		t.Fatalf("new partition 1: %+v, %v", st, err)
+	}
+	if got, _ := m.Topic("orders"); got.Config.Partitions != 3 {
+		t.Fatalf("topic after growing: %+v", got)
+	}
+	if _, err := m.AddPartitions("orders", [][]int32{{}}); err == nil {
+		t.Fatal("a new partition without replicas was added")
+	}
+	if _, err := m.AddPartitions("orders", nil); !errors.Is(err, topic.ErrInvalidPartitions) {
+		t.Fatalf("adding no partition: %v", err)
+	}
+	if _, err := m.AddPartitions("nope", [][]int32{{1}}); !errors.Is(err, topic.ErrNotFound) {
+		t.Fatalf("growing a missing topic: %v", err)
+	}
+	if got, _ := m.Topic("orders"); got.Config.Partitions != 3 {
+		t.Fatalf("a refused growth changed the topic: %+v", got)
+	}
+
+	_, next = m.Changes()
+	if !m.DeleteTopic("orders") {
+		t.Fatal("DeleteTopic found no topic")
+	}
+	select {
+	case <-next:
+	default:
+		t.Fatal("deleting a topic did not signal a change")
+	}
+	if _, ok := m.Topic("orders"); ok || len(m.Topics()) != 0 {
+		t.Fatal("the deleted topic is still listed")
+	}
+	for p := range int32(3) {
+		if _, err := m.Partition(context.Background(), TopicPartition{"orders", p}); err == nil {
+			t.Fatalf("partition %d of the deleted topic still has a state", p)
+		}
+	}
+	if m.DeleteTopic("orders") {
+		t.Fatal("a second DeleteTopic found the topic")
+	}
+}

@@ -326,6 +326,19 @@ func (l *Leader) Refresh(ctx context.Context) error {
 	return nil
 }
 
+// Resign fences the leader for good, as a newer epoch would: it admits
+// no more appends, and those waiting on the high watermark fail with
+// ErrNotLeader (indeterminate). The broker calls it when the partition
+// goes (its topic deleted).
+func (l *Leader) Resign() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.fenced {
+		l.fenced = true
+		l.wakeLocked()
+	}
+}
+
 func (l *Leader) adoptLocked(st State) {
 	if st.Leader != l.id || st.LeaderEpoch != l.state.LeaderEpoch {
 		l.fenced = true

@@ -589,3 +589,25 @@ func TestFetchWithoutIncarnation(t *testing.T) {
 		t.Fatalf("a fetch beyond the end: %v, want ErrFetchOutOfRange", err)
 	}
 }
+
+// TestLeaderResign: a resigned leader admits nothing more, and an acks=all
+// append waiting on the high watermark fails as not-leader at once.
+func TestLeaderResign(t *testing.T) {
+	c := newClock()
+	l := &endLog{end: 0}
+	_, ld := cluster3(t, l, 2, c)
+	l.append(5)
+	ctx := partition.WithAcks(context.Background(), AckAll)
+	done := make(chan error, 1)
+	go func() { done <- ld.Acknowledge(ctx, 4) }()
+	ld.Resign()
+	if err := <-done; !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("a held append after Resign: %v, want ErrNotLeader", err)
+	}
+	if err := ld.Admit(); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("Admit after Resign: %v", err)
+	}
+	if !ld.Fenced() {
+		t.Fatal("a resigned leader is not fenced")
+	}
+}
