@@ -417,9 +417,7 @@ func (c *cluster) ensureTopic(name string) bool {
 // sync brings every replicated partition to the role the metadata gives
 // it.
 func (c *cluster) sync() {
-	for _, rec := range c.meta.Topics() {
-		c.ensureTopic(rec.Name)
-	}
+	c.reconcileTopics()
 	for _, rp := range c.snapshot() {
 		if rp.part.Load() == nil {
 			continue
@@ -500,10 +498,6 @@ func (c *cluster) tickLeaders() {
 	}
 }
 
-// errReplicatedChange refuses a change the cluster does not replicate
-// yet: deleting a replicated topic or adding partitions to it.
-var errReplicatedChange = errs.New("folio: not supported on a replicated topic yet", kerr.PolicyViolation)
-
 // createTopic creates a replicated topic in the metadata, ReplicationFactor
 // replicas per partition spread over the brokers (partition p's preferred
 // leader is the p-th broker by id, round robin), then this broker's
@@ -520,18 +514,7 @@ func (c *cluster) createTopic(name string, cfg TopicConfig) (TopicInfo, error) {
 		return TopicInfo{}, err
 	}
 	rec := replica.TopicRecord{Name: name, ID: topic.NewID(), Config: cfg.WithDefaults()}
-	ids := make([]int32, 0, len(c.opts.Brokers))
-	for id := range c.opts.Brokers {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	assignment := make([][]int32, rec.Config.Partitions)
-	for p := range assignment {
-		for r := range c.opts.ReplicationFactor {
-			assignment[p] = append(assignment[p], ids[(p+r)%len(ids)])
-		}
-	}
-	if err := c.meta.CreateTopic(rec, assignment); err != nil {
+	if err := c.meta.CreateTopic(rec, c.assign(0, rec.Config.Partitions)); err != nil {
 		c.ensureTopic(name)
 		if errors.Is(err, topic.ErrExists) {
 			return TopicInfo{}, err

@@ -245,8 +245,15 @@ func (b *Broker) DeleteTopic(name string) error {
 		return fmt.Errorf("%w: %q is internal and cannot be deleted", ErrReservedName, name)
 	}
 	if b.cluster != nil && b.cluster.replicated(name) {
-		return fmt.Errorf("%w: deleting %q", errReplicatedChange, name)
+		return b.cluster.deleteTopic(name)
 	}
+	return b.deleteLocalTopic(name)
+}
+
+// deleteLocalTopic is DeleteTopic of the topic in this data directory; a
+// replicated topic's replica is deleted by the cluster's manager when the
+// metadata no longer holds the topic.
+func (b *Broker) deleteLocalTopic(name string) error {
 	b.topicsMu.Lock()
 	defer b.topicsMu.Unlock()
 	if err := b.writable(); err != nil {
@@ -294,8 +301,15 @@ func (b *Broker) DeleteTopic(name string) error {
 // than before, as in Kafka.
 func (b *Broker) AddPartitions(name string, total int32) (TopicInfo, error) {
 	if b.cluster != nil && b.cluster.replicated(name) {
-		return TopicInfo{}, fmt.Errorf("%w: adding partitions to %q", errReplicatedChange, name)
+		return b.cluster.addPartitions(name, total)
 	}
+	return b.addLocalPartitions(name, total)
+}
+
+// addLocalPartitions is AddPartitions of the topic in this data
+// directory; a replicated topic's replica grows when the cluster's
+// manager sees the metadata's new count.
+func (b *Broker) addLocalPartitions(name string, total int32) (TopicInfo, error) {
 	b.topicsMu.Lock()
 	defer b.topicsMu.Unlock()
 	if err := b.writable(); err != nil {
@@ -458,6 +472,16 @@ func (b *Broker) AlterTopicConfig(name string, validateOnly bool, change func(*T
 	if topic.IsInternal(name) {
 		return TopicInfo{}, fmt.Errorf("%w: %q is internal; its configuration is Folio's", ErrReservedName, name)
 	}
+	if b.cluster != nil && !validateOnly && b.cluster.replicated(name) {
+		return b.cluster.alterTopicConfig(name, change)
+	}
+	return b.alterLocalTopicConfig(name, validateOnly, change)
+}
+
+// alterLocalTopicConfig is AlterTopicConfig of the topic in this data
+// directory; a replicated topic's replica takes a new configuration when
+// the cluster's manager sees it in the metadata.
+func (b *Broker) alterLocalTopicConfig(name string, validateOnly bool, change func(*TopicConfig) error) (TopicInfo, error) {
 	b.topicsMu.Lock()
 	defer b.topicsMu.Unlock()
 	if err := b.writable(); err != nil {
@@ -498,10 +522,5 @@ func (b *Broker) AlterTopicConfig(name string, validateOnly bool, change func(*T
 	}
 	ts := &topicState{info: in, parts: old.parts}
 	b.publishLocked(ts, int32(len(old.parts)))
-	if b.cluster != nil {
-		// The cluster's elections read unclean.leader.election.enable
-		// from the metadata.
-		b.cluster.meta.AlterTopicConfig(name, in.Config)
-	}
 	return b.describe(ts), nil
 }
