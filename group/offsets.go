@@ -11,6 +11,7 @@ import (
 	"github.com/foliolog/folio/errs"
 	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/record"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // committedOffset is a group's committed position in one partition.
@@ -152,6 +153,17 @@ func storeError(g *group, err error) error {
 	}
 	if errors.Is(err, log.ErrClosed) {
 		return fmt.Errorf("group %q: %w: %w", g.id, ErrCoordinatorNotAvailable, err)
+	}
+	// A replicated offsets partition, as Kafka's coordinator maps its
+	// append errors: a leader that lost its partition sends the client to
+	// the new coordinator; too few replicas, or a commit not acknowledged
+	// in time, make it retry.
+	if errors.Is(err, kerr.NotLeaderForPartition) {
+		return fmt.Errorf("group %q: %s-%d: %w: %w", g.id, OffsetsTopic, g.partition, ErrNotCoordinator, err)
+	}
+	if errors.Is(err, kerr.NotEnoughReplicas) || errors.Is(err, kerr.NotEnoughReplicasAfterAppend) ||
+		errors.Is(err, kerr.RequestTimedOut) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("group %q: %s-%d: %w: %w", g.id, OffsetsTopic, g.partition, ErrCoordinatorNotAvailable, err)
 	}
 	return fmt.Errorf("group %q: writing to %s-%d: %w: %w", g.id, OffsetsTopic, g.partition, ErrUnknownServerError, err)
 }
