@@ -10,7 +10,11 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/foliolog/folio/errs"
+	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/record"
+	"github.com/foliolog/folio/vfs"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // groupsOnTwoPartitions returns two group ids whose offsets partitions of n
@@ -354,5 +358,79 @@ func TestConcurrentCommitsDuringUnloadLoseNothing(t *testing.T) {
 		}
 		a.Close()
 		b.Close()
+	}
+}
+
+// A replicated offsets partition: a LogStore with LogStoreOptions appends
+// through Append (the leader's acks=all append) and, with ScanToLogEnd,
+// loads what lies above a high watermark that replication has not moved
+// yet, as a new leader must: every commit acknowledged in the epochs
+// before is in its log, not always below its high watermark.
+func TestLogStoreOptionsAppendAndScanToLogEnd(t *testing.T) {
+	dir := t.TempDir()
+	if err := mkdirDurable(vfs.Default, dir); err != nil {
+		t.Fatal(err)
+	}
+	l, err := log.Open(vfs.Default, dir+"/"+OffsetsTopic+"-0", &log.Options{
+		SegmentBytes: 1 << 20, FlushPolicy: log.FlushSync, RetentionAge: -1, RetentionCheckInterval: -1,
+		ExternalHighWatermark: true,
+	}, log.State{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	logs := []*log.Log{l}
+	var appends int
+	a := newTestCoordinator(t, NewLogStore(logs, &LogStoreOptions{Append: func(p int32, b record.Batch) (int64, error) {
+		appends++
+		first, _, err := logs[p].Append(b)
+		return first, err
+	}}), bigTopics{1}, nil)
+	if err := simpleCommit(a, "g", 0, 9); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	if appends != 1 || l.HighWatermark() != 0 || l.LogEndOffset() != 1 {
+		t.Fatalf("appends %d, high watermark %d, log end %d; want 1, 0, 1", appends, l.HighWatermark(), l.LogEndOffset())
+	}
+	for _, toEnd := range []bool{false, true} {
+		b := newTestCoordinator(t, NewLogStore(logs, &LogStoreOptions{ScanToLogEnd: toEnd}), bigTopics{1}, func(o *Options) { o.Unloaded = true })
+		if err := b.LoadPartition(context.Background(), 0); err != nil {
+			t.Fatal(err)
+		}
+		want := int64(-1) // below the high watermark, nothing
+		if toEnd {
+			want = 9
+		}
+		if off := fetchOffset(t, b, "g", TopicPartition{"t", 0}); off != want {
+			t.Fatalf("ScanToLogEnd %v: loaded offset %d, want %d", toEnd, off, want)
+		}
+		b.Close()
+	}
+}
+
+// A replicated partition's append errors answer the commit as Kafka's
+// coordinator does: a leader that lost the partition NOT_COORDINATOR (the
+// client finds the new one), too few replicas or no acknowledgement in
+// time COORDINATOR_NOT_AVAILABLE (it retries).
+func TestCommitErrorsOfAReplicatedStore(t *testing.T) {
+	for _, tc := range []struct {
+		cause, want error
+	}{
+		{errs.New("replica: not the leader", kerr.NotLeaderForPartition), ErrNotCoordinator},
+		{errs.New("replica: not enough in-sync replicas", kerr.NotEnoughReplicas), ErrCoordinatorNotAvailable},
+		{errs.New("replica: not enough after the append", kerr.NotEnoughReplicasAfterAppend), ErrCoordinatorNotAvailable},
+		{fmt.Errorf("waiting: %w", context.DeadlineExceeded), ErrCoordinatorNotAvailable},
+	} {
+		s := newMemStore(1)
+		c := newTestCoordinator(t, s, bigTopics{1}, nil)
+		s.mu.Lock()
+		s.fail = tc.cause
+		s.mu.Unlock()
+		err := simpleCommit(c, "g", 0, 1)
+		if !errors.Is(err, tc.want) || !errors.Is(err, tc.cause) {
+			t.Fatalf("append failing with %v: commit %v, want %v", tc.cause, err, tc.want)
+		}
+		c.Close()
 	}
 }
