@@ -148,7 +148,8 @@ type Coordinator struct {
 }
 
 // NewCoordinator returns a Coordinator over opts.Store, after loading every
-// committed offset from it. An offset beyond its partition's log end
+// committed offset from it (with Options.Unloaded, nothing: LoadPartition
+// loads each partition the caller comes to lead). An offset beyond its partition's log end
 // (records lost in a power cut under a flush policy other than FlushSync) is
 // clamped to the log end, durably, and reported to the Logger and in
 // Stats().Clamped, so the records later written at those offsets are not
