@@ -108,15 +108,15 @@ type loadedGroup struct {
 // the process that ran them): the group is Empty, and where the record
 // still listed members (the process stopped without them leaving), an
 // Empty record is written so that readers of the topic see that too.
-func (c *Coordinator) applyLoadedMetadata(meta map[string]loadedGroup) {
+func (c *Coordinator) applyLoadedMetadata(groups map[string]*group, meta map[string]loadedGroup) {
 	for id, lg := range meta {
 		if lg.tombstone {
 			continue
 		}
-		g := c.groups[id]
+		g := groups[id]
 		if g == nil {
 			g = newGroup(c, id)
-			c.groups[id] = g
+			groups[id] = g
 		}
 		g.generation = lg.generation
 		if lg.members == 0 {
