@@ -294,6 +294,16 @@ func timedRecords(t *testing.T, topicName string, n int) []folio.Record {
 	return recs
 }
 
+// TestJavaBuild builds the Java client (fetching its dependencies unless
+// they are cached) and starts it: .ci/run runs it alone to fill the cache
+// before the suite, bounded in time.
+func TestJavaBuild(t *testing.T) {
+	javaClient(t)
+	if !strings.HasPrefix(javaBuilt.version, "4.") {
+		t.Fatalf("the Java client runs kafka-clients %q, want 4.x (testdata/java/pom.xml)", javaBuilt.version)
+	}
+}
+
 // TestJavaProduceEveryCodec produces with the Java client's idempotent
 // producer, acks=all, in each of Kafka's codecs, and reads the records
 // byte for byte, timestamps included, with the in-process Consumer at the
