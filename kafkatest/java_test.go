@@ -265,6 +265,25 @@ func javaRecordLines(recs []folio.Record) []byte {
 	return buf.Bytes()
 }
 
+// javaProduce decodes what a Java produce printed: where each of the n
+// records went. It fails the test if the producer retried a send: on
+// loopback to a healthy server, a retry is an error the server answered
+// (an out-of-order sequence, say) that the client papered over.
+func javaProduce(t *testing.T, out []byte, n int) [][2]int64 {
+	t.Helper()
+	var res struct {
+		Acks    [][2]int64 `json:"acks"`
+		Retries int64      `json:"retries"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil || len(res.Acks) != n {
+		t.Fatalf("acknowledgements: %v, %d of %d\n%.300s", err, len(res.Acks), n, out)
+	}
+	if res.Retries != 0 {
+		t.Fatalf("the producer retried %d sends", res.Retries)
+	}
+	return res.Acks
+}
+
 // javaRecords decodes the records a Java consume printed, checking the
 // timestamps against want's (same partitions and offsets) too.
 func javaRecords(t *testing.T, topicName string, out []byte, want []folio.Record) []folio.Record {
@@ -317,11 +336,7 @@ func TestJavaProduceEveryCodec(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			topicName := "java-" + name
 			recs := timedRecords(t, topicName, 200)
-			var acked [][2]int64
-			out := java(javaRecordLines(recs), "produce", c.Addr(), topicName, name)
-			if err := json.Unmarshal(out, &acked); err != nil || len(acked) != len(recs) {
-				t.Fatalf("acknowledgements: %v, %d of %d\n%s", err, len(acked), len(recs), out)
-			}
+			acked := javaProduce(t, java(javaRecordLines(recs), "produce", c.Addr(), topicName, name), len(recs))
 			for i := range recs {
 				recs[i].Partition, recs[i].Offset = int32(acked[i][0]), acked[i][1]
 			}
@@ -510,5 +525,71 @@ func TestJavaAdmin(t *testing.T) {
 		if !sl.used(k) {
 			t.Errorf("the Java client never sent %s", kmsg.NameForKey(k.Int16()))
 		}
+	}
+}
+
+// TestJavaProducePipelined produces to one partition with the Java
+// client's idempotent producer in small batches, five requests in flight
+// on one connection (its default with idempotence): the records are
+// acknowledged, and stored, at consecutive offsets in the order sent, each
+// once.
+func TestJavaProducePipelined(t *testing.T) {
+	java := javaClient(t)
+	c, sl := newLogged(t, &Options{Partitions: 1})
+	recs := timedRecords(t, "java-pipelined", 5000)
+	acked := javaProduce(t, java(javaRecordLines(recs), "produce", c.Addr(), "java-pipelined", "lz4",
+		"batch.size=1024", "linger.ms=0", "max.in.flight.requests.per.connection=5"), len(recs))
+	for i := range recs {
+		if acked[i] != [2]int64{0, int64(i)} {
+			t.Fatalf("record %d acknowledged at %d/%d, want 0/%d", i, acked[i][0], acked[i][1], i)
+		}
+		recs[i].Partition, recs[i].Offset = 0, int64(i)
+	}
+	sameRecords(t, readAll(t, c.Broker, "java-pipelined"), recs)
+	batches := storedBatches(t, c.Broker, "java-pipelined")
+	if len(batches) < 20 {
+		t.Fatalf("%d batches: the producer did not pipeline small batches", len(batches))
+	}
+	t.Logf("%d batches", len(batches))
+	if !sl.used(kmsg.Produce) {
+		t.Error("no Produce request seen")
+	}
+}
+
+// TestJavaConsumeBatchesPastFetchLimits reads records larger than the Java
+// consumer's fetch.max.bytes and max.partition.fetch.bytes: as in Kafka,
+// the first batch of a fetch is returned whole whatever the limits, and
+// the consumer gets every record.
+func TestJavaConsumeBatchesPastFetchLimits(t *testing.T) {
+	java := javaClient(t)
+	c, _ := newLogged(t, &Options{Partitions: 2, Topics: []string{"big"}})
+	recs := timedRecords(t, "big", 40)
+	r := testRand(t)
+	for i := range recs {
+		recs[i].Value = randomBytes(r, 5000+r.IntN(20000))
+	}
+	all := produceAll(t, c.Broker, recs)
+	javaRecords(t, "big", java(nil, "consume", c.Addr(), "big", strconv.Itoa(len(all)),
+		"fetch.max.bytes=1024", "max.partition.fetch.bytes=512", "fetch.min.bytes=1"), all)
+}
+
+// TestJavaTransactionalProducerRefused: a transactional Java producer,
+// which Folio does not serve, fails in initTransactions with a clear
+// error, well before its max.block.ms, rather than hanging.
+func TestJavaTransactionalProducerRefused(t *testing.T) {
+	java := javaClient(t)
+	c, _ := newLogged(t, nil)
+	var res struct {
+		Error   string `json:"error"`
+		Message string `json:"message"`
+		MS      int64  `json:"ms"`
+	}
+	out := java(nil, "transactional", c.Addr(), "java-txn")
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	t.Logf("initTransactions: %s: %s after %d ms", res.Error, res.Message, res.MS)
+	if res.Error != "org.apache.kafka.common.errors.TransactionalIdAuthorizationException" || res.MS > 10_000 {
+		t.Fatalf("initTransactions failed with %s (%s) after %d ms, want TransactionalIdAuthorizationException at once", res.Error, res.Message, res.MS)
 	}
 }

@@ -41,6 +41,8 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.Metric;
+import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.TopicPartitionInfo;
@@ -66,13 +68,16 @@ public final class JavaClient {
                 out = quote(org.apache.kafka.common.utils.AppInfoParser.getVersion());
                 break;
             case "produce":
-                out = produce(boot, args[2], args[3]);
+                out = produce(boot, args[2], args[3], overrides(args, 4));
                 break;
             case "consume":
-                out = consume(boot, args[2], null, Integer.parseInt(args[3]));
+                out = consume(boot, args[2], null, Integer.parseInt(args[3]), overrides(args, 4));
                 break;
             case "group":
-                out = consume(boot, args[2], args[3], Integer.parseInt(args[4]));
+                out = consume(boot, args[2], args[3], Integer.parseInt(args[4]), overrides(args, 5));
+                break;
+            case "transactional":
+                out = transactional(boot, args[2]);
                 break;
             case "admin":
                 out = admin(boot, args[2], args[3], Long.parseLong(args[4]), Integer.parseInt(args[5]), Long.parseLong(args[6]));
@@ -84,10 +89,27 @@ public final class JavaClient {
         System.out.flush();
     }
 
+    // overrides reads the client configs given as KEY=VALUE arguments from
+    // args[from] on.
+    static Properties overrides(String[] args, int from) {
+        Properties p = new Properties();
+        for (int i = from; i < args.length; i++) {
+            int eq = args[i].indexOf('=');
+            if (eq <= 0) {
+                throw new IllegalArgumentException("not KEY=VALUE: " + args[i]);
+            }
+            p.put(args[i].substring(0, eq), args[i].substring(eq + 1));
+        }
+        return p;
+    }
+
     // produce sends the records on standard input with an idempotent
-    // producer, acks=all, in one codec, and prints [partition, offset] for
-    // each, in input order.
-    static String produce(String boot, String topic, String codec) throws Exception {
+    // producer, acks=all, in one codec (and the overrides), and prints
+    // {"acks":[[PARTITION,OFFSET],...],"retries":N}: where each record
+    // went, in input order, and how many sends the producer retried (each
+    // retry is an error the broker answered, or a request that timed
+    // out).
+    static String produce(String boot, String topic, String codec, Properties extra) throws Exception {
         Properties p = new Properties();
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, boot);
         p.put(ProducerConfig.CLIENT_ID_CONFIG, "folio-java-test");
@@ -97,7 +119,9 @@ public final class JavaClient {
         p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
         p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "30000");
         p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000");
+        p.putAll(extra);
         List<Future<RecordMetadata>> acks = new ArrayList<>();
+        double retries;
         try (KafkaProducer<byte[], byte[]> prod = new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
              BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
             for (String line; (line = in.readLine()) != null; ) {
@@ -119,23 +143,34 @@ public final class JavaClient {
                 acks.add(prod.send(new ProducerRecord<>(topic, null, ts, unhex(f[1]), unhex(f[2]), hs)));
             }
             prod.flush();
+            retries = metric(prod.metrics(), "record-retry-total");
         }
-        StringBuilder b = new StringBuilder("[");
-        for (Future<RecordMetadata> f : acks) {
-            RecordMetadata m = f.get();
-            if (b.length() > 1) {
+        StringBuilder b = new StringBuilder("{\"acks\":[");
+        for (int i = 0; i < acks.size(); i++) {
+            RecordMetadata m = acks.get(i).get();
+            if (i > 0) {
                 b.append(',');
             }
             b.append('[').append(m.partition()).append(',').append(m.offset()).append(']');
         }
-        return b.append(']').toString();
+        return b.append("],\"retries\":").append((long) retries).append('}').toString();
+    }
+
+    // metric is the value of the producer-metrics metric of that name.
+    static double metric(Map<MetricName, ? extends Metric> metrics, String name) {
+        for (Map.Entry<MetricName, ? extends Metric> e : metrics.entrySet()) {
+            if (e.getKey().group().equals("producer-metrics") && e.getKey().name().equals(name)) {
+                return ((Number) e.getValue().metricValue()).doubleValue();
+            }
+        }
+        throw new IllegalStateException("no producer metric " + name);
     }
 
     // consume reads n records from the start of every partition of topic:
     // without a group by assigning them, with one by subscribing as a
     // member of a classic group, which commits what it read before it
     // leaves. It prints every record it read, which may be more than n.
-    static String consume(String boot, String topic, String group, int n) {
+    static String consume(String boot, String topic, String group, int n, Properties extra) {
         Properties p = new Properties();
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, boot);
         p.put(ConsumerConfig.CLIENT_ID_CONFIG, "folio-java-test");
@@ -147,6 +182,7 @@ public final class JavaClient {
             p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "10000");
             p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "500");
         }
+        p.putAll(extra);
         List<ConsumerRecord<byte[], byte[]>> got = new ArrayList<>();
         try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
             if (group == null) {
@@ -194,6 +230,27 @@ public final class JavaClient {
             b.append("]}");
         }
         return b.append(']').toString();
+    }
+
+    // transactional starts a transactional producer, which Folio does not
+    // serve, and prints how initTransactions failed and how long it took:
+    // {"error":CLASS,"message":MESSAGE,"ms":MILLISECONDS}.
+    static String transactional(String boot, String id) {
+        Properties p = new Properties();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, boot);
+        p.put(ProducerConfig.CLIENT_ID_CONFIG, "folio-java-test");
+        p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, id);
+        p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "20000");
+        long start = System.nanoTime();
+        String error = "none", message = "";
+        try (KafkaProducer<byte[], byte[]> prod = new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer())) {
+            prod.initTransactions();
+        } catch (RuntimeException e) {
+            error = e.getClass().getName();
+            message = String.valueOf(e.getMessage());
+        }
+        long ms = (System.nanoTime() - start) / 1_000_000;
+        return "{\"error\":" + quote(error) + ",\"message\":" + quote(message) + ",\"ms\":" + ms + "}";
     }
 
     // admin creates newTopic (2 partitions, two topic configs), describes
