@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -382,7 +383,25 @@ func TestJavaConsumeAndGroup(t *testing.T) {
 	}
 	second := produceAll(t, c.Broker, recs[100:])
 	javaRecords(t, "in", java(nil, "group", c.Addr(), "in", "java-group", strconv.Itoa(len(second))), second)
-	for _, k := range []kmsg.Key{kmsg.FindCoordinator, kmsg.JoinGroup, kmsg.SyncGroup, kmsg.OffsetFetch, kmsg.OffsetCommit, kmsg.LeaveGroup, kmsg.Fetch, kmsg.ListOffsets} {
+
+	var g struct {
+		State   string          `json:"state"`
+		Members int             `json:"members"`
+		Simple  bool            `json:"simple"`
+		Offsets map[int32]int64 `json:"offsets"`
+	}
+	out := java(nil, "groups", c.Addr(), "java-group", "in")
+	if err := json.Unmarshal(out, &g); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	hw = highWatermarks(t, c.Broker, "in")
+	if g.State != "Empty" || g.Members != 0 || g.Simple || fmt.Sprint(g.Offsets) != fmt.Sprint(hw) {
+		t.Fatalf("the admin client described the group as %+v; want Empty, no members, not simple, offsets %v", g, hw)
+	}
+	if _, err := c.Broker.GroupLag("java-group"); !errors.Is(err, folio.ErrGroupNotFound) {
+		t.Fatalf("java-group after the admin client deleted it: %v", err)
+	}
+	for _, k := range []kmsg.Key{kmsg.FindCoordinator, kmsg.JoinGroup, kmsg.SyncGroup, kmsg.OffsetFetch, kmsg.OffsetCommit, kmsg.LeaveGroup, kmsg.Fetch, kmsg.ListOffsets, kmsg.DescribeGroups, kmsg.DeleteGroups} {
 		if !sl.used(k) {
 			t.Errorf("the Java client never sent %s", kmsg.NameForKey(k.Int16()))
 		}
@@ -426,21 +445,27 @@ func TestJavaAdmin(t *testing.T) {
 		ByTime              map[int32][2]int64               `json:"byTime"`
 		LowWatermark        int64                            `json:"lowWatermark"`
 		EarliestAfterDelete map[int32][2]int64               `json:"earliestAfterDelete"`
+		GrownPartitions     int                              `json:"grownPartitions"`
+		AlteredRetention    string                           `json:"alteredRetention"`
+		ListedAfterDelete   bool                             `json:"listedAfterDelete"`
 	}
 	if err := json.Unmarshal(out, &adm); err != nil {
 		t.Fatalf("the admin client's answers: %v\n%s", err, out)
 	}
+	// java-admin is gone by now: its id is checked for being one.
+	in, err := c.Broker.DescribeTopic("in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]string{"in": base64.RawURLEncoding.EncodeToString(in.ID[:])}
 	for name, n := range map[string]int{"in": 3, "java-admin": 2} {
-		info, err := c.Broker.DescribeTopic(name)
-		if err != nil {
-			t.Fatal(err)
-		}
 		d := adm.Topics[name]
-		if len(info.Partitions) != n || len(d.Partitions) != n {
-			t.Fatalf("%s: %d partitions described, %d in the Broker, want %d", name, len(d.Partitions), len(info.Partitions), n)
+		if len(d.Partitions) != n {
+			t.Fatalf("%s: %d partitions described, want %d", name, len(d.Partitions), n)
 		}
-		if want := base64.RawURLEncoding.EncodeToString(info.ID[:]); d.ID != want || d.Internal {
-			t.Fatalf("%s: topic id %s (internal %v), want %s", name, d.ID, d.Internal, want)
+		id, err := base64.RawURLEncoding.DecodeString(d.ID)
+		if err != nil || len(id) != 16 || d.Internal || (ids[name] != "" && d.ID != ids[name]) || name != "in" && d.ID == ids["in"] {
+			t.Fatalf("%s: topic id %s (internal %v), want %s", name, d.ID, d.Internal, ids[name])
 		}
 		for i, p := range d.Partitions {
 			if p.Partition != int32(i) || p.Leader < 0 || p.Replicas != 1 || p.ISR != 1 {
@@ -448,12 +473,12 @@ func TestJavaAdmin(t *testing.T) {
 			}
 		}
 	}
-	info, err := c.Broker.DescribeTopic("java-admin")
-	if err != nil {
-		t.Fatal(err)
+	if adm.GrownPartitions != 4 || adm.AlteredRetention != "7200000" || adm.ListedAfterDelete {
+		t.Fatalf("java-admin after growing, altering and deleting it: %d partitions, retention.ms %s, listed after its deletion %v",
+			adm.GrownPartitions, adm.AlteredRetention, adm.ListedAfterDelete)
 	}
-	if info.Config.Cleanup != folio.CleanupCompact || info.Config.RetentionAge != time.Hour {
-		t.Fatalf("java-admin created with cleanup %v, retention %v; want compact, 1h", info.Config.Cleanup, info.Config.RetentionAge)
+	if _, err := c.Broker.DescribeTopic("java-admin"); !errors.Is(err, folio.ErrUnknownTopic) {
+		t.Fatalf("java-admin after its deletion: %v", err)
 	}
 	config := func(topicName, key string) [2]string {
 		e, ok := adm.Configs[topicName][key]
@@ -521,7 +546,7 @@ func TestJavaAdmin(t *testing.T) {
 	}
 	kept := slices.DeleteFunc(slices.Clone(all), func(r folio.Record) bool { return r.Partition == 0 && r.Offset < delBefore })
 	javaRecords(t, "in", java(nil, "consume", c.Addr(), "in", strconv.Itoa(len(kept))), kept)
-	for _, k := range []kmsg.Key{kmsg.CreateTopics, kmsg.Metadata, kmsg.DescribeConfigs, kmsg.ListOffsets, kmsg.DeleteRecords} {
+	for _, k := range []kmsg.Key{kmsg.CreateTopics, kmsg.Metadata, kmsg.DescribeConfigs, kmsg.ListOffsets, kmsg.DeleteRecords, kmsg.IncrementalAlterConfigs, kmsg.CreatePartitions, kmsg.DeleteTopics} {
 		if !sl.used(k) {
 			t.Errorf("the Java client never sent %s", kmsg.NameForKey(k.Int16()))
 		}

@@ -27,6 +27,9 @@ import java.nio.charset.StandardCharsets;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.ConsumerGroupDescription;
+import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
@@ -37,6 +40,7 @@ import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -75,6 +79,9 @@ public final class JavaClient {
                 break;
             case "group":
                 out = consume(boot, args[2], args[3], Integer.parseInt(args[4]), overrides(args, 5));
+                break;
+            case "groups":
+                out = groups(boot, args[2], args[3]);
                 break;
             case "transactional":
                 out = transactional(boot, args[2]);
@@ -257,7 +264,8 @@ public final class JavaClient {
     // it and topic, reads their configs, lists topic's offsets (earliest,
     // latest, max timestamp, by timestamp at), deletes the records of
     // partition delPart before delBefore, and lists the earliest offsets
-    // again.
+    // again; then it sets one config of newTopic, grows it to 4
+    // partitions, describes it again and deletes it.
     static String admin(String boot, String topic, String newTopic, long at, int delPart, long delBefore) throws Exception {
         Properties p = new Properties();
         p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, boot);
@@ -315,6 +323,56 @@ public final class JavaClient {
                 .lowWatermarks().get(del).get().lowWatermark();
             b.append(",\"lowWatermark\":").append(low)
                 .append(",\"earliestAfterDelete\":").append(offsets(a, tps, OffsetSpec.earliest()));
+
+            // Change newTopic: one config, more partitions; describe it
+            // again, then delete it.
+            a.incrementalAlterConfigs(Map.of(r2, List.of(new AlterConfigOp(new ConfigEntry("retention.ms", "7200000"), AlterConfigOp.OpType.SET))))
+                .all().get();
+            a.createPartitions(Map.of(newTopic, NewPartitions.increaseTo(4))).all().get();
+            TopicDescription grown = a.describeTopics(List.of(newTopic)).allTopicNames().get().get(newTopic);
+            Config altered = a.describeConfigs(List.of(r2)).all().get().get(r2);
+            b.append(",\"grownPartitions\":").append(grown.partitions().size())
+                .append(",\"alteredRetention\":").append(quote(altered.get("retention.ms").value()));
+            a.deleteTopics(List.of(newTopic)).all().get();
+            b.append(",\"listedAfterDelete\":").append(a.listTopics().names().get().contains(newTopic));
+        }
+        return b.append('}').toString();
+    }
+
+    // groups describes a group and lists its committed offsets for topic
+    // with the admin client, then deletes the group:
+    // {"state":STATE,"members":N,"simple":BOOL,"offsets":{"PARTITION":OFFSET,...}}.
+    static String groups(String boot, String group, String topic) throws Exception {
+        Properties p = new Properties();
+        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, boot);
+        p.put(AdminClientConfig.CLIENT_ID_CONFIG, "folio-java-test");
+        p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "30000");
+        StringBuilder b = new StringBuilder("{");
+        try (Admin a = Admin.create(p)) {
+            // state() rather than groupState(): kafka-clients 4.0 builds
+            // before KIP-1043 have only state(), which 4.4 still has.
+            ConsumerGroupDescription d = a.describeConsumerGroups(List.of(group)).all().get().get(group);
+            b.append("\"state\":").append(quote(d.state().toString()))
+                .append(",\"members\":").append(d.members().size())
+                .append(",\"simple\":").append(d.isSimpleConsumerGroup())
+                .append(",\"offsets\":{");
+            Map<TopicPartition, OffsetAndMetadata> offs = a.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
+            TreeMap<Integer, Long> byPart = new TreeMap<>();
+            for (Map.Entry<TopicPartition, OffsetAndMetadata> e : offs.entrySet()) {
+                if (e.getKey().topic().equals(topic)) {
+                    byPart.put(e.getKey().partition(), e.getValue().offset());
+                }
+            }
+            boolean first = true;
+            for (Map.Entry<Integer, Long> e : byPart.entrySet()) {
+                if (!first) {
+                    b.append(',');
+                }
+                first = false;
+                b.append('"').append(e.getKey()).append("\":").append(e.getValue());
+            }
+            b.append('}');
+            a.deleteConsumerGroups(List.of(group)).all().get();
         }
         return b.append('}').toString();
     }
