@@ -618,3 +618,55 @@ func TestJavaTransactionalProducerRefused(t *testing.T) {
 		t.Fatalf("initTransactions failed with %s (%s) after %d ms, want TransactionalIdAuthorizationException at once", res.Error, res.Message, res.MS)
 	}
 }
+
+// TestJavaGroupSplit runs two Java consumers in one classic group, with
+// the eager range assignor and with the cooperative sticky one (whose
+// rebalances take two rounds, the second after the first member revokes
+// what it gives up): they split the topic's partitions between them, read
+// every record written afterwards exactly once, byte for byte as the
+// Broker holds them, and commit the high watermarks.
+func TestJavaGroupSplit(t *testing.T) {
+	java := javaClient(t)
+	c, sl := newLogged(t, &Options{Partitions: 4})
+	for name, assignor := range map[string]string{
+		"range":              "org.apache.kafka.clients.consumer.RangeAssignor",
+		"cooperative-sticky": "org.apache.kafka.clients.consumer.CooperativeStickyAssignor",
+	} {
+		t.Run(name, func(t *testing.T) {
+			topicName, groupID := "java-split-"+name, "java-split-"+name
+			if _, err := c.Broker.CreateTopic(topicName, folio.TopicConfig{Partitions: 4}); err != nil {
+				t.Fatal(err)
+			}
+			recs := timedRecords(t, topicName, 200)
+			for i := range recs {
+				if recs[i].Key == nil {
+					recs[i].Key = fmt.Appendf(nil, "null-%d", i) // sameRecordsByKey matches by key
+				}
+			}
+			out := java(javaRecordLines(recs), "split", c.Addr(), topicName, groupID, assignor)
+			var res struct {
+				A       []int32      `json:"a"`
+				B       []int32      `json:"b"`
+				Records []wireRecord `json:"records"`
+			}
+			if err := json.Unmarshal(out, &res); err != nil {
+				t.Fatalf("%v\n%.300s", err, out)
+			}
+			parts := append(slices.Clone(res.A), res.B...)
+			slices.Sort(parts)
+			if len(res.A) == 0 || len(res.B) == 0 || !slices.Equal(parts, []int32{0, 1, 2, 3}) {
+				t.Fatalf("the members hold partitions %v and %v, want a split of 0-3", res.A, res.B)
+			}
+			stored := readAll(t, c.Broker, topicName)
+			sameRecordsByKey(t, stored, recs)
+			sameRecords(t, fromWire(t, topicName, res.Records), stored)
+			hw := highWatermarks(t, c.Broker, topicName)
+			if cm := committed(t, c.Broker, groupID, topicName); fmt.Sprint(cm) != fmt.Sprint(hw) {
+				t.Fatalf("committed %v, want the high watermarks %v", cm, hw)
+			}
+		})
+	}
+	if !sl.used(kmsg.Heartbeat) {
+		t.Error("the Java consumers never sent a heartbeat")
+	}
+}

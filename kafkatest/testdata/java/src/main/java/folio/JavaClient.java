@@ -15,6 +15,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Set;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
@@ -80,6 +82,9 @@ public final class JavaClient {
             case "group":
                 out = consume(boot, args[2], args[3], Integer.parseInt(args[4]), overrides(args, 5));
                 break;
+            case "split":
+                out = split(boot, args[2], args[3], args[4]);
+                break;
             case "groups":
                 out = groups(boot, args[2], args[3]);
                 break;
@@ -117,37 +122,12 @@ public final class JavaClient {
     // retry is an error the broker answered, or a request that timed
     // out).
     static String produce(String boot, String topic, String codec, Properties extra) throws Exception {
-        Properties p = new Properties();
-        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, boot);
-        p.put(ProducerConfig.CLIENT_ID_CONFIG, "folio-java-test");
-        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
-        p.put(ProducerConfig.ACKS_CONFIG, "all");
-        p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, codec);
-        p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
-        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "30000");
-        p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000");
-        p.putAll(extra);
+        List<ProducerRecord<byte[], byte[]>> recs = readRecords(topic);
         List<Future<RecordMetadata>> acks = new ArrayList<>();
         double retries;
-        try (KafkaProducer<byte[], byte[]> prod = new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
-             BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
-            for (String line; (line = in.readLine()) != null; ) {
-                if (line.isEmpty()) {
-                    continue;
-                }
-                String[] f = line.split(" ", -1);
-                if (f.length != 4) {
-                    throw new IllegalArgumentException("bad record line: " + line);
-                }
-                Long ts = f[0].equals("-") ? null : Long.valueOf(f[0]);
-                RecordHeaders hs = new RecordHeaders();
-                if (!f[3].equals(".")) {
-                    for (String h : f[3].split(",", -1)) {
-                        int colon = h.indexOf(':');
-                        hs.add(new String(unhex(h.substring(0, colon)), StandardCharsets.UTF_8), unhex(h.substring(colon + 1)));
-                    }
-                }
-                acks.add(prod.send(new ProducerRecord<>(topic, null, ts, unhex(f[1]), unhex(f[2]), hs)));
+        try (KafkaProducer<byte[], byte[]> prod = new KafkaProducer<>(producerConfig(boot, codec, extra), new ByteArraySerializer(), new ByteArraySerializer())) {
+            for (ProducerRecord<byte[], byte[]> r : recs) {
+                acks.add(prod.send(r));
             }
             prod.flush();
             retries = metric(prod.metrics(), "record-retry-total");
@@ -161,6 +141,46 @@ public final class JavaClient {
             b.append('[').append(m.partition()).append(',').append(m.offset()).append(']');
         }
         return b.append("],\"retries\":").append((long) retries).append('}').toString();
+    }
+
+    // producerConfig is the idempotent, acks=all producer's configuration.
+    static Properties producerConfig(String boot, String codec, Properties extra) {
+        Properties p = new Properties();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, boot);
+        p.put(ProducerConfig.CLIENT_ID_CONFIG, "folio-java-test");
+        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+        p.put(ProducerConfig.ACKS_CONFIG, "all");
+        p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, codec);
+        p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
+        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "30000");
+        p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000");
+        p.putAll(extra);
+        return p;
+    }
+
+    // readRecords reads the records on standard input, for topic.
+    static List<ProducerRecord<byte[], byte[]>> readRecords(String topic) throws Exception {
+        List<ProducerRecord<byte[], byte[]>> out = new ArrayList<>();
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        for (String line; (line = in.readLine()) != null; ) {
+            if (line.isEmpty()) {
+                continue;
+            }
+            String[] f = line.split(" ", -1);
+            if (f.length != 4) {
+                throw new IllegalArgumentException("bad record line: " + line);
+            }
+            Long ts = f[0].equals("-") ? null : Long.valueOf(f[0]);
+            RecordHeaders hs = new RecordHeaders();
+            if (!f[3].equals(".")) {
+                for (String h : f[3].split(",", -1)) {
+                    int colon = h.indexOf(':');
+                    hs.add(new String(unhex(h.substring(0, colon)), StandardCharsets.UTF_8), unhex(h.substring(colon + 1)));
+                }
+            }
+            out.add(new ProducerRecord<>(topic, null, ts, unhex(f[1]), unhex(f[2]), hs));
+        }
+        return out;
     }
 
     // metric is the value of the producer-metrics metric of that name.
@@ -178,20 +198,8 @@ public final class JavaClient {
     // member of a classic group, which commits what it read before it
     // leaves. It prints every record it read, which may be more than n.
     static String consume(String boot, String topic, String group, int n, Properties extra) {
-        Properties p = new Properties();
-        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, boot);
-        p.put(ConsumerConfig.CLIENT_ID_CONFIG, "folio-java-test");
-        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
-        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
-        if (group != null) {
-            p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
-            p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic");
-            p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "10000");
-            p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "500");
-        }
-        p.putAll(extra);
         List<ConsumerRecord<byte[], byte[]>> got = new ArrayList<>();
-        try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+        try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(consumerConfig(boot, group, extra), new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
             if (group == null) {
                 List<TopicPartition> tps = new ArrayList<>();
                 for (PartitionInfo pi : c.partitionsFor(topic, DEADLINE)) {
@@ -215,6 +223,92 @@ public final class JavaClient {
                 c.commitSync(DEADLINE);
             }
         }
+        return recordsJSON(got);
+    }
+
+    // consumerConfig is the consumer's configuration: reading from the
+    // start, committing only when told, in a classic group if group is not
+    // null.
+    static Properties consumerConfig(String boot, String group, Properties extra) {
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, boot);
+        p.put(ConsumerConfig.CLIENT_ID_CONFIG, "folio-java-test");
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        if (group != null) {
+            p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+            p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic");
+            p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "10000");
+            p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "500");
+        }
+        p.putAll(extra);
+        return p;
+    }
+
+    // split runs two members of a classic group with one assignor
+    // (partition.assignment.strategy) over topic until they split its
+    // partitions between them, then produces the records on standard
+    // input, reads them with the two members, commits and leaves. It
+    // prints {"a":[PARTITION,...],"b":[...],"records":[...]}.
+    static String split(String boot, String topic, String group, String assignor) throws Exception {
+        List<ProducerRecord<byte[], byte[]>> recs = readRecords(topic);
+        Properties extra = new Properties();
+        extra.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, assignor);
+        List<ConsumerRecord<byte[], byte[]>> got = new ArrayList<>();
+        TreeMap<Integer, Boolean> a = new TreeMap<>(), b = new TreeMap<>();
+        try (KafkaConsumer<byte[], byte[]> ca = new KafkaConsumer<>(consumerConfig(boot, group, extra), new ByteArrayDeserializer(), new ByteArrayDeserializer());
+             KafkaConsumer<byte[], byte[]> cb = new KafkaConsumer<>(consumerConfig(boot, group, extra), new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+            int partitions = ca.partitionsFor(topic, DEADLINE).size();
+            ca.subscribe(List.of(topic));
+            cb.subscribe(List.of(topic));
+            long end = System.nanoTime() + DEADLINE.toNanos();
+            // The topic is empty: poll until the assignment is split.
+            while (true) {
+                if (System.nanoTime() > end) {
+                    throw new IllegalStateException("the members were assigned " + ca.assignment() + " and " + cb.assignment() + " in " + DEADLINE);
+                }
+                got.addAll(toList(ca.poll(Duration.ofMillis(100))));
+                got.addAll(toList(cb.poll(Duration.ofMillis(100))));
+                Set<TopicPartition> sa = ca.assignment(), sb = cb.assignment();
+                Set<TopicPartition> union = new HashSet<>(sa);
+                union.addAll(sb);
+                if (!sa.isEmpty() && !sb.isEmpty() && union.size() == sa.size() + sb.size() && union.size() == partitions) {
+                    break;
+                }
+            }
+            try (KafkaProducer<byte[], byte[]> prod = new KafkaProducer<>(producerConfig(boot, "none", new Properties()), new ByteArraySerializer(), new ByteArraySerializer())) {
+                for (ProducerRecord<byte[], byte[]> r : recs) {
+                    prod.send(r);
+                }
+                prod.flush();
+            }
+            while (got.size() < recs.size()) {
+                if (System.nanoTime() > end) {
+                    throw new IllegalStateException("read " + got.size() + " of " + recs.size() + " records in " + DEADLINE);
+                }
+                got.addAll(toList(ca.poll(Duration.ofMillis(100))));
+                got.addAll(toList(cb.poll(Duration.ofMillis(100))));
+            }
+            for (TopicPartition tp : ca.assignment()) {
+                a.put(tp.partition(), true);
+            }
+            for (TopicPartition tp : cb.assignment()) {
+                b.put(tp.partition(), true);
+            }
+            ca.commitSync(DEADLINE);
+            cb.commitSync(DEADLINE);
+        }
+        return "{\"a\":" + a.keySet() + ",\"b\":" + b.keySet() + ",\"records\":" + recordsJSON(got) + "}";
+    }
+
+    static List<ConsumerRecord<byte[], byte[]>> toList(Iterable<ConsumerRecord<byte[], byte[]>> rs) {
+        List<ConsumerRecord<byte[], byte[]>> out = new ArrayList<>();
+        rs.forEach(out::add);
+        return out;
+    }
+
+    // recordsJSON writes records in kafkatest's wireRecord shape.
+    static String recordsJSON(List<ConsumerRecord<byte[], byte[]>> got) {
         StringBuilder b = new StringBuilder("[");
         for (ConsumerRecord<byte[], byte[]> r : got) {
             if (b.length() > 1) {
