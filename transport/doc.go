@@ -104,9 +104,11 @@
 // test then skips. Against a kafka-clients 4.0.0 build it used
 // ApiVersions v4, Metadata v12, Produce v11, InitProducerId v4, Fetch v16,
 // ListOffsets v8, OffsetForLeaderEpoch v4, FindCoordinator v5, JoinGroup
-// v9, SyncGroup v5, LeaveGroup v5, OffsetCommit v9, OffsetFetch v9,
-// CreateTopics v7, DescribeConfigs v4, DeleteRecords v2 and
-// DescribeCluster v1: the highest version both sides list, as kgo does.
+// v9, SyncGroup v5, Heartbeat v4, LeaveGroup v5, OffsetCommit v9,
+// OffsetFetch v9, DescribeGroups v5, DeleteGroups v2, CreateTopics v7,
+// DeleteTopics v6, CreatePartitions v3, DescribeConfigs v4,
+// IncrementalAlterConfigs v1, DeleteRecords v2 and DescribeCluster v1:
+// the highest version both sides list, as kgo does.
 //
 // # Caveats
 //
