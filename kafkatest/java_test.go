@@ -223,6 +223,14 @@ func fileSums(paths ...string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
 // firstErrors returns Maven's first n error lines, which say what it
 // could not resolve (the lines after them are advice), or its whole
 // output if it printed none.
@@ -669,4 +677,70 @@ func TestJavaGroupSplit(t *testing.T) {
 	if !sl.used(kmsg.Heartbeat) {
 		t.Error("the Java consumers never sent a heartbeat")
 	}
+}
+
+// javaFails runs one mode of the Java client (javaClient must have been
+// called) and fails the test unless the client fails; it returns the
+// client's standard error.
+func javaFails(t *testing.T, stdin []byte, mode string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "java", javaArgs(javaBuilt.classpath, mode, args...)...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err == nil || ctx.Err() != nil {
+		t.Fatalf("java %s: %v (want a failure, not a success or a hang)\nstdout:\n%s", mode, err, stdout.Bytes())
+	}
+	return stderr.String()
+}
+
+// TestJavaSASL logs in with the Java client's PLAIN, SCRAM-SHA-256 and
+// SCRAM-SHA-512 login modules, producing one record with each, and is
+// refused with a wrong password (nothing written, the server logs the
+// failed login).
+func TestJavaSASL(t *testing.T) {
+	java := javaClient(t)
+	c, sl := saslCluster(t)
+	auth := func(mech, password string) []string {
+		module := "org.apache.kafka.common.security.scram.ScramLoginModule"
+		if mech == "PLAIN" {
+			module = "org.apache.kafka.common.security.plain.PlainLoginModule"
+		}
+		return []string{"security.protocol=SASL_PLAINTEXT", "sasl.mechanism=" + mech, "max.block.ms=10000",
+			fmt.Sprintf(`sasl.jaas.config=%s required username="alice" password="%s";`, module, password)}
+	}
+	var want []string
+	for _, mech := range saslMechanisms {
+		rec := []folio.Record{{Value: []byte("java " + mech), Timestamp: time.UnixMilli(1_700_000_000_000)}}
+		javaProduce(t, java(javaRecordLines(rec), "produce", append([]string{c.Addr(), "s", "none"}, auth(mech, "s3cret")...)...), 1)
+		want = append(want, "java "+mech)
+		stderr := javaFails(t, javaRecordLines(rec), "produce", append([]string{c.Addr(), "s", "none"}, auth(mech, "wrong")...)...)
+		if !strings.Contains(stderr, "SaslAuthenticationException") {
+			t.Errorf("%s with a wrong password: the client failed without naming the failed login:\n%s", mech, lastLines(stderr, 5))
+		}
+		if !sl.dropFailedLogins() {
+			t.Fatalf("%s: the client failed, but the server logged no failed login", mech)
+		}
+	}
+	if got := values(t, c); !slices.Equal(got, want) {
+		t.Fatalf("values %q, want %q", got, want)
+	}
+}
+
+// TestJavaTLS produces and consumes over TLS, the Java client verifying
+// the server's certificate (and its IP address) against the test's CA.
+func TestJavaTLS(t *testing.T) {
+	java := javaClient(t)
+	c, caFile := tlsCluster(t)
+	tlsConf := []string{"security.protocol=SSL", "ssl.truststore.type=PEM", "ssl.truststore.location=" + caFile}
+	recs := timedRecords(t, "s", 20)
+	acked := javaProduce(t, java(javaRecordLines(recs), "produce", append([]string{c.Addr(), "s", "zstd"}, tlsConf...)...), len(recs))
+	for i := range recs {
+		recs[i].Partition, recs[i].Offset = int32(acked[i][0]), acked[i][1]
+	}
+	sortRecords(recs)
+	sameRecords(t, readAll(t, c.Broker, "s"), recs)
+	javaRecords(t, "s", java(nil, "consume", append([]string{c.Addr(), "s", strconv.Itoa(len(recs))}, tlsConf...)...), recs)
 }
