@@ -107,8 +107,9 @@
 // v9, SyncGroup v5, Heartbeat v4, LeaveGroup v5, OffsetCommit v9,
 // OffsetFetch v9, DescribeGroups v5, DeleteGroups v2, CreateTopics v7,
 // DeleteTopics v6, CreatePartitions v3, DescribeConfigs v4,
-// IncrementalAlterConfigs v1, DeleteRecords v2 and DescribeCluster v1:
-// the highest version both sides list, as kgo does.
+// IncrementalAlterConfigs v1, DeleteRecords v2 and DescribeCluster v1,
+// and SaslHandshake v1 with SaslAuthenticate v2 for PLAIN and SCRAM: the
+// highest version both sides list, as kgo does.
 //
 // # Caveats
 //
