@@ -744,3 +744,26 @@ func TestJavaTLS(t *testing.T) {
 	sameRecords(t, readAll(t, c.Broker, "s"), recs)
 	javaRecords(t, "s", java(nil, "consume", append([]string{c.Addr(), "s", strconv.Itoa(len(recs))}, tlsConf...)...), recs)
 }
+
+// TestJavaStaticMember: a static member (group.instance.id) does not
+// leave the group when it closes, so its second run rejoins while the
+// group still holds its first member id; the coordinator hands the
+// instance the new member id, as Kafka does, and the second run resumes
+// at the first run's commit.
+func TestJavaStaticMember(t *testing.T) {
+	java := javaClient(t)
+	c, sl := newLogged(t, &Options{Partitions: 2, Topics: []string{"in"}})
+	recs := timedRecords(t, "in", 60)
+	static := []string{"group.instance.id=java-static-1", "session.timeout.ms=30000"}
+	first := produceAll(t, c.Broker, recs[:40])
+	javaRecords(t, "in", java(nil, "group", append([]string{c.Addr(), "in", "java-static", strconv.Itoa(len(first))}, static...)...), first)
+	hw := highWatermarks(t, c.Broker, "in")
+	if cm := committed(t, c.Broker, "java-static", "in"); fmt.Sprint(cm) != fmt.Sprint(hw) {
+		t.Fatalf("committed %v, want the high watermarks %v", cm, hw)
+	}
+	second := produceAll(t, c.Broker, recs[40:])
+	javaRecords(t, "in", java(nil, "group", append([]string{c.Addr(), "in", "java-static", strconv.Itoa(len(second))}, static...)...), second)
+	if !sl.used(kmsg.JoinGroup) {
+		t.Error("no JoinGroup seen")
+	}
+}
