@@ -374,7 +374,8 @@ func TestJavaProduceEveryCodec(t *testing.T) {
 
 // TestJavaConsumeAndGroup reads what the in-process Producer wrote with
 // the Java consumer: from the start of every partition without a group,
-// byte for byte with the timestamps, then as a classic group that
+// byte for byte with the timestamps (read_uncommitted and
+// read_committed), then as a classic group that
 // commits; a second run of the group reads only what came after the
 // commit.
 func TestJavaConsumeAndGroup(t *testing.T) {
@@ -383,6 +384,9 @@ func TestJavaConsumeAndGroup(t *testing.T) {
 	recs := timedRecords(t, "in", 150)
 	first := produceAll(t, c.Broker, recs[:100])
 	javaRecords(t, "in", java(nil, "consume", c.Addr(), "in", strconv.Itoa(len(first))), first)
+	// read_committed: ListOffsets and Fetch at isolation level 1, bounded
+	// by the high watermark while there are no transactions.
+	javaRecords(t, "in", java(nil, "consume", c.Addr(), "in", strconv.Itoa(len(first)), "isolation.level=read_committed"), first)
 
 	javaRecords(t, "in", java(nil, "group", c.Addr(), "in", "java-group", strconv.Itoa(len(first))), first)
 	hw := highWatermarks(t, c.Broker, "in")
@@ -765,5 +769,29 @@ func TestJavaStaticMember(t *testing.T) {
 	javaRecords(t, "in", java(nil, "group", append([]string{c.Addr(), "in", "java-static", strconv.Itoa(len(second))}, static...)...), second)
 	if !sl.used(kmsg.JoinGroup) {
 		t.Error("no JoinGroup seen")
+	}
+}
+
+// TestJavaRecordTooLarge: a record past the topic's max.message.bytes
+// fails the Java producer's send with RecordTooLargeException (Kafka's
+// MESSAGE_TOO_LARGE), and writes nothing. (A batch of several records
+// past the limit the producer splits into batches of batch.size, so with
+// batch.size above max.message.bytes it splits until delivery.timeout.ms,
+// against Kafka as against Folio: no test of that.)
+func TestJavaRecordTooLarge(t *testing.T) {
+	javaClient(t)
+	c, _ := newLogged(t, nil)
+	if _, err := c.Broker.CreateTopic("small", folio.TopicConfig{Partitions: 1, MaxMessageBytes: 2000}); err != nil {
+		t.Fatal(err)
+	}
+	big := []folio.Record{{Value: bytes.Repeat([]byte{'x'}, 5000), Timestamp: time.UnixMilli(1_700_000_000_000)}}
+	// The producer's own limit (max.request.size) is larger, so the
+	// broker is the one to refuse it.
+	stderr := javaFails(t, javaRecordLines(big), "produce", c.Addr(), "small", "none")
+	if !strings.Contains(stderr, "RecordTooLargeException") {
+		t.Fatalf("the producer failed, but not with RecordTooLargeException:\n%s", lastLines(stderr, 8))
+	}
+	if hw := highWatermarks(t, c.Broker, "small"); hw[0] != 0 {
+		t.Fatalf("high watermark %d after a refused record", hw[0])
 	}
 }
