@@ -604,7 +604,11 @@ func (g *group) completeJoinLocked() {
 	g.generation++
 	g.c.stats.rebalances.Add(1)
 	if len(g.members) == 0 {
-		g.protocol, g.protocolType, g.leader = "", "", ""
+		// The protocol type stays, as in Kafka: an Empty group that had
+		// consumers is still a consumer group to DescribeGroups and
+		// ListGroups (the Java AdminClient takes a group with none for a
+		// simple one, that only commits). The next first member sets it.
+		g.protocol, g.leader = "", ""
 		g.c.logger.Info("group: now empty", "group", g.id, "generation", g.generation)
 		g.transitionLocked(StateEmpty)
 		g.storeMetadataLocked()

@@ -663,7 +663,7 @@ func (c *Coordinator) loadPartition(ctx context.Context, p int32) (map[string]*g
 				default:
 					// Records of a group are in one partition, in the
 					// order they were written: the last one wins.
-					meta[gr.group] = loadedGroup{tombstone: gr.tombstone, generation: gr.value.Generation, members: len(gr.value.Members)}
+					meta[gr.group] = loadedGroup{tombstone: gr.tombstone, generation: gr.value.Generation, protocolType: gr.value.ProtocolType, members: len(gr.value.Members)}
 				}
 				continue
 			}
