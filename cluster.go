@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/foliolog/folio/errs"
+	"github.com/foliolog/folio/group"
 	"github.com/foliolog/folio/partition"
+	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/replica"
 	"github.com/foliolog/folio/topic"
 	"github.com/foliolog/folio/transport"
@@ -34,8 +36,15 @@ import (
 // with ReplicationFactor replicas per partition, and every broker hosting
 // a replica creates the topic locally under the same id, at its next
 // look at the metadata or the first request naming the topic.
-// __consumer_offsets is not replicated (yet): it lives on one broker, the
-// coordinator (CoordinatorID), which coordinates every group.
+// __consumer_offsets is replicated like any topic (replication factor
+// min(3, len(Brokers)), MinInsyncReplicas as configured), created at the
+// first group call or FindCoordinator: the coordinator of a group is the
+// leader of its partition, group.PartitionFor(group, n) (CoordinatorID),
+// which loads the partition's groups when it takes the lead and drops
+// them when it loses it (Kafka's onElection and onResignation); the other
+// brokers answer NOT_COORDINATOR. A commit is acknowledged once the
+// partition's high watermark passed it (acks=all), within
+// OffsetCommitTimeout.
 type ClusterOptions struct {
 	// BrokerID is this broker's id, unique in the cluster, >= 0. Required.
 	BrokerID int32
@@ -142,9 +151,17 @@ func splitHostPort(addr string) (string, int32, error) {
 }
 
 // errNotCoordinator answers a group call on a broker of a cluster that
-// does not coordinate groups: Kafka clients look for the coordinator
-// again (FindCoordinator) and find CoordinatorID.
+// holds no replica of __consumer_offsets, so coordinates no group: Kafka
+// clients look for the coordinator again (FindCoordinator) and find
+// CoordinatorID.
 var errNotCoordinator = errs.New("folio: this broker does not coordinate groups", kerr.NotCoordinator)
+
+// OffsetCommitTimeout bounds how long a commit to a replicated
+// __consumer_offsets waits for its acknowledgement (acks=all): Kafka's
+// offsets.commit.timeout.ms. A commit that times out is answered
+// COORDINATOR_NOT_AVAILABLE, and its outcome is unknown: the client
+// retries.
+const OffsetCommitTimeout = 5 * time.Second
 
 // Cluster replication wiring, one per Broker opened with ClusterOptions.
 //
@@ -198,6 +215,10 @@ type replPart struct {
 	tp   replica.TopicPartition
 	hook *replica.Hook
 	part atomic.Pointer[partition.Partition] // set once the partition is open
+
+	// coordMu orders this partition's loads into the group coordinator
+	// and its unloads, for a partition of __consumer_offsets.
+	coordMu sync.Mutex
 
 	// The role, changed by the manager goroutine only.
 	leader       *replica.Leader
@@ -446,6 +467,7 @@ func (c *cluster) apply(rp *replPart, st replica.State) {
 		}
 		rp.leader = ld
 		rp.hook.SetLeader(ld)
+		c.loadOffsets(rp, ld)
 		if st.Recovering {
 			// An unclean election made this replica the leader: what
 			// only the others held is lost, and consumers past its log
@@ -465,6 +487,7 @@ func (c *cluster) apply(rp *replPart, st replica.State) {
 		_ = rp.leader.Refresh(c.ctx)
 		rp.hook.SetLeader(nil)
 		rp.leader = nil
+		c.unloadOffsets(rp)
 	}
 	if !slices.Contains(st.Replicas, me) {
 		c.stopFollowing(rp)
@@ -480,6 +503,110 @@ func (c *cluster) apply(rp *replPart, st replica.State) {
 		return
 	}
 	rp.followed, rp.followLeader, rp.followEpoch = true, st.Leader, st.LeaderEpoch
+}
+
+// loadOffsets makes this broker the coordinator of the groups of rp, a
+// partition of __consumer_offsets it now leads as ld (Kafka's
+// onElection): on a goroutine of its own, so that the manager goes on
+// while it reads the partition, the coordinator drops what it held of an
+// earlier epoch and loads the partition to its log end, which holds every
+// commit acknowledged before. Until then the partition's groups get
+// COORDINATOR_LOAD_IN_PROGRESS. It does nothing for other topics.
+func (c *cluster) loadOffsets(rp *replPart, ld *replica.Leader) {
+	if rp.tp.Topic != group.OffsetsTopic {
+		return
+	}
+	c.wg.Go(func() {
+		rp.coordMu.Lock()
+		defer rp.coordMu.Unlock()
+		if rp.hook.Leader() != ld || ld.Fenced() {
+			return // lost again meanwhile: unloadOffsets ran or will
+		}
+		coord, err := c.b.groups.coordinator(c.b)
+		if err != nil {
+			if !errors.Is(err, ErrClosed) {
+				c.b.logger.Error("folio: starting the group coordinator", "partition", rp.tp.String(), "err", err)
+			}
+			return
+		}
+		_ = coord.UnloadPartition(rp.tp.Partition) // another epoch's state is stale
+		start := time.Now()
+		if err := coord.LoadPartition(c.ctx, rp.tp.Partition); err != nil {
+			if c.ctx.Err() == nil && !errors.Is(err, group.ErrClosed) {
+				c.b.logger.Error("folio: loading the groups of an offsets partition this broker leads", "partition", rp.tp.String(), "err", err)
+			}
+			return
+		}
+		c.b.logger.Info("folio: coordinating the groups of an offsets partition", "partition", rp.tp.String(),
+			"epoch", ld.Epoch(), "took", time.Since(start))
+	})
+}
+
+// unloadOffsets drops the groups of rp, a partition of __consumer_offsets
+// this broker no longer leads (Kafka's onResignation), once its leader is
+// fenced: their members get NOT_COORDINATOR and find the new leader. A
+// load in progress finishes first.
+func (c *cluster) unloadOffsets(rp *replPart) {
+	if rp.tp.Topic != group.OffsetsTopic {
+		return
+	}
+	rp.coordMu.Lock()
+	defer rp.coordMu.Unlock()
+	if coord := c.b.groups.loaded.Load(); coord != nil {
+		_ = coord.UnloadPartition(rp.tp.Partition)
+	}
+}
+
+// ensureOffsetsTopic creates __consumer_offsets in the metadata, replicated
+// with min(3, len(Brokers)) replicas per partition, unless it is there,
+// and this broker's replica if it hosts one.
+func (c *cluster) ensureOffsetsTopic() error {
+	if _, ok := c.meta.Topic(group.OffsetsTopic); ok {
+		c.ensureTopic(group.OffsetsTopic)
+		return nil
+	}
+	_, err := c.createTopicRF(group.OffsetsTopic, offsetsTopicConfig(), min(3, len(c.opts.Brokers)))
+	if err != nil && !errors.Is(err, ErrTopicExists) {
+		return fmt.Errorf("folio: creating %s: %w", group.OffsetsTopic, err)
+	}
+	return nil
+}
+
+// offsetsAppend is the group Store's append to partition p of the
+// replicated __consumer_offsets ts: the leader's acks=all append, so that
+// a commit is acknowledged once committed, bounded by
+// OffsetCommitTimeout. On a broker that does not lead p it fails with
+// NOT_LEADER_OR_FOLLOWER, which the coordinator answers NOT_COORDINATOR.
+func (c *cluster) offsetsAppend(ts *topicState) func(p int32, b record.Batch) (int64, error) {
+	return func(p int32, b record.Batch) (int64, error) {
+		if p < 0 || int(p) >= len(ts.parts) {
+			return 0, fmt.Errorf("folio: %s-%d: %w", group.OffsetsTopic, p, ErrUnknownTopic)
+		}
+		ctx, cancel := context.WithTimeout(c.ctx, OffsetCommitTimeout)
+		defer cancel()
+		res, err := ts.parts[p].AppendBatch(partition.WithAcks(ctx, partition.AckAll), b)
+		return res.BaseOffset, err
+	}
+}
+
+// coordinatorFor is the broker that coordinates group groupID: the leader
+// of its partition of __consumer_offsets (created if need be), -1 while
+// it has none.
+func (c *cluster) coordinatorFor(groupID string) int32 {
+	if err := c.ensureOffsetsTopic(); err != nil {
+		c.b.logger.Warn("folio: finding a group's coordinator", "group", groupID, "err", err)
+		return -1
+	}
+	rec, ok := c.meta.Topic(group.OffsetsTopic)
+	if !ok {
+		return -1
+	}
+	tp := replica.TopicPartition{Topic: group.OffsetsTopic, Partition: group.PartitionFor(groupID, rec.Config.Partitions)}
+	st, err := c.meta.Partition(c.ctx, tp)
+	if err != nil {
+		return -1
+	}
+	return st.Leader
 }
 
 func (c *cluster) stopFollowing(rp *replPart) {
@@ -504,6 +631,11 @@ func (c *cluster) tickLeaders() {
 // replica if it hosts one; the other brokers create theirs at their next
 // look at the metadata.
 func (c *cluster) createTopic(name string, cfg TopicConfig) (TopicInfo, error) {
+	return c.createTopicRF(name, cfg, c.opts.ReplicationFactor)
+}
+
+// createTopicRF is createTopic with rf replicas per partition.
+func (c *cluster) createTopicRF(name string, cfg TopicConfig, rf int) (TopicInfo, error) {
 	if err := partition.ValidateConfig(cfg); err != nil {
 		return TopicInfo{}, fmt.Errorf("folio: topic %q: %w: %w", name, ErrInvalidConfig, err)
 	}
@@ -514,7 +646,7 @@ func (c *cluster) createTopic(name string, cfg TopicConfig) (TopicInfo, error) {
 		return TopicInfo{}, err
 	}
 	rec := replica.TopicRecord{Name: name, ID: topic.NewID(), Config: cfg.WithDefaults()}
-	if err := c.meta.CreateTopic(rec, c.assign(0, rec.Config.Partitions)); err != nil {
+	if err := c.meta.CreateTopic(rec, c.assign(0, rec.Config.Partitions, rf)); err != nil {
 		c.ensureTopic(name)
 		if errors.Is(err, topic.ErrExists) {
 			return TopicInfo{}, err
@@ -533,10 +665,10 @@ func (c *cluster) replicated(name string) bool {
 	return ok
 }
 
-// coordinatorID is the broker that coordinates every group and holds
-// __consumer_offsets, unreplicated for now: the lowest id of the address
-// book.
-func (c *cluster) coordinatorID() int32 {
+// controllerID is the broker Metadata names as the controller: the
+// lowest id of the address book (the metadata lives in the process for
+// now).
+func (c *cluster) controllerID() int32 {
 	first := true
 	var least int32
 	for id := range c.opts.Brokers {
@@ -581,15 +713,25 @@ func (b *Broker) PartitionReplicas(topicName string, p int32) (transport.Partiti
 	return r, true
 }
 
-// CoordinatorID returns the broker that coordinates every consumer group
-// (transport.ClusterBackend): the lowest id of the address book, which
-// holds __consumer_offsets unreplicated for now; for a single Broker it
-// is -1.
-func (b *Broker) CoordinatorID() int32 {
+// CoordinatorID returns the broker that coordinates consumer group
+// groupID (transport.ClusterBackend): the leader of its partition of the
+// replicated __consumer_offsets, which it creates if need be; -1 while
+// that partition has no leader, and for a single Broker.
+func (b *Broker) CoordinatorID(groupID string) int32 {
 	if b.cluster == nil {
 		return -1
 	}
-	return b.cluster.coordinatorID()
+	return b.cluster.coordinatorFor(groupID)
+}
+
+// ControllerID returns the broker Metadata names as the controller
+// (transport.ClusterBackend): the lowest id of the address book; -1 for a
+// single Broker.
+func (b *Broker) ControllerID() int32 {
+	if b.cluster == nil {
+		return -1
+	}
+	return b.cluster.controllerID()
 }
 
 var _ transport.ClusterBackend = (*Broker)(nil)

@@ -23,10 +23,10 @@ import (
 // this broker's manager to apply it after the metadata took it.
 const applyTimeout = 30 * time.Second
 
-// assign returns the replicas of partitions [from, to) of a topic: the
-// p-th partition's preferred leader is the p-th broker by id, round
-// robin, followed by the next ReplicationFactor-1 brokers.
-func (c *cluster) assign(from, to int32) [][]int32 {
+// assign returns the rf replicas of each of partitions [from, to) of a
+// topic: the p-th partition's preferred leader is the p-th broker by id,
+// round robin, followed by the next rf-1 brokers.
+func (c *cluster) assign(from, to int32, rf int) [][]int32 {
 	ids := make([]int32, 0, len(c.opts.Brokers))
 	for id := range c.opts.Brokers {
 		ids = append(ids, id)
@@ -34,8 +34,8 @@ func (c *cluster) assign(from, to int32) [][]int32 {
 	slices.Sort(ids)
 	assignment := make([][]int32, 0, to-from)
 	for p := from; p < to; p++ {
-		rs := make([]int32, 0, c.opts.ReplicationFactor)
-		for r := range c.opts.ReplicationFactor {
+		rs := make([]int32, 0, rf)
+		for r := range rf {
 			rs = append(rs, ids[(int(p)+r)%len(ids)])
 		}
 		assignment = append(assignment, rs)
@@ -83,7 +83,12 @@ func (c *cluster) addPartitions(name string, total int32) (TopicInfo, error) {
 		return TopicInfo{}, fmt.Errorf("folio: adding partitions to %q: %w: it has %d; asked for %d, want more, at most %d",
 			name, topic.ErrInvalidPartitions, cur, total, topic.MaxPartitions)
 	}
-	rec, err := c.meta.AddPartitions(name, c.assign(cur, total))
+	// The new partitions get as many replicas as the topic's first.
+	rf := c.opts.ReplicationFactor
+	if st, err := c.meta.Partition(c.ctx, replica.TopicPartition{Topic: name, Partition: 0}); err == nil {
+		rf = len(st.Replicas)
+	}
+	rec, err := c.meta.AddPartitions(name, c.assign(cur, total, rf))
 	if err != nil {
 		return TopicInfo{}, fmt.Errorf("folio: adding partitions to %q in the cluster: %w", name, err)
 	}

@@ -104,9 +104,10 @@
 // UncleanLeaderElection lets a replica outside the ISR lead, losing
 // records: a Consumer that had read them gets ErrTruncated. The
 // cluster's metadata is shared in memory, so the Brokers of one cluster
-// live in one process until the metadata moves to Raft;
-// __consumer_offsets is not replicated yet (one broker coordinates every
-// group).
+// live in one process until the metadata moves to Raft.
+// __consumer_offsets is replicated too: the coordinator of a group is the
+// leader of its offsets partition (Broker.CoordinatorID) and moves with
+// it, and a commit is acknowledged once committed (acks=all).
 //
 // # The data directory
 //

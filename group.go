@@ -76,15 +76,16 @@ func (g *brokerGroups) coordinator(b *Broker) (*group.Coordinator, error) {
 		return nil, fmt.Errorf("%w: consumer groups write their commits", ErrReadOnly)
 	}
 	ts, ok := (*b.topics.Load())[group.OffsetsTopic]
-	if !ok {
-		cfg := TopicConfig{
-			Partitions:   DefaultOffsetsPartitions,
-			Cleanup:      topic.CleanupCompact,
-			SegmentBytes: OffsetsSegmentBytes,
-			RetentionAge: topic.Unlimited,
-			Flush:        FlushSync,
+	if !ok && b.cluster != nil {
+		if err := b.cluster.ensureOffsetsTopic(); err != nil {
+			return nil, err
 		}
-		if _, err := b.createTopic(group.OffsetsTopic, cfg, true); err != nil && !errors.Is(err, ErrTopicExists) {
+		if ts, ok = (*b.topics.Load())[group.OffsetsTopic]; !ok {
+			return nil, fmt.Errorf("%w: broker %d holds no replica of %s", errNotCoordinator, b.cluster.opts.BrokerID, group.OffsetsTopic)
+		}
+	}
+	if !ok {
+		if _, err := b.createTopic(group.OffsetsTopic, offsetsTopicConfig(), true); err != nil && !errors.Is(err, ErrTopicExists) {
 			return nil, fmt.Errorf("folio: creating %s: %w", group.OffsetsTopic, err)
 		}
 		if ts, ok = (*b.topics.Load())[group.OffsetsTopic]; !ok {
@@ -101,6 +102,18 @@ func (g *brokerGroups) coordinator(b *Broker) (*group.Coordinator, error) {
 	g.coord, g.offsets = c, logs
 	g.loaded.Store(c)
 	return c, nil
+}
+
+// offsetsTopicConfig is the config of __consumer_offsets, Kafka's: FlushSync,
+// compacted, kept for ever.
+func offsetsTopicConfig() TopicConfig {
+	return TopicConfig{
+		Partitions:   DefaultOffsetsPartitions,
+		Cleanup:      topic.CleanupCompact,
+		SegmentBytes: OffsetsSegmentBytes,
+		RetentionAge: topic.Unlimited,
+		Flush:        FlushSync,
+	}
 }
 
 // close closes the group consumers, then the coordinator.
@@ -387,10 +400,13 @@ func (g *GroupConsumer) close() error {
 // such as folio groups uses). Members join through JoinGroup instead. It
 // creates __consumer_offsets on first use; a read-only Broker has none
 // (ErrReadOnly), but its GroupLag works.
+//
+// With ClusterOptions, it coordinates the groups whose partition of the
+// replicated __consumer_offsets this broker leads (CoordinatorID); a call
+// about any other group gets an error matching group.ErrNotCoordinator
+// (a *group.NotCoordinatorError), and group.ErrCoordinatorLoadInProgress
+// while it loads a partition it has just come to lead.
 func (b *Broker) GroupCoordinator() (*group.Coordinator, error) {
-	if b.cluster != nil && b.cluster.coordinatorID() != b.cluster.opts.BrokerID {
-		return nil, fmt.Errorf("%w: broker %d does, with an unreplicated %s", errNotCoordinator, b.cluster.coordinatorID(), group.OffsetsTopic)
-	}
 	return b.groups.coordinator(b)
 }
 
@@ -464,12 +480,20 @@ func (b *Broker) loadCoordinator(ts *topicState) (*group.Coordinator, []*log.Log
 		}
 		logs[i] = p.Log()
 	}
-	c, err := group.NewCoordinator(&group.Options{
+	o := &group.Options{
 		Store:  group.LogStore(logs),
 		Topics: groupTopics{b},
 		Logger: b.logger,
 		Now:    b.opts.Now,
-	})
+	}
+	if b.cluster != nil && b.cluster.replicated(group.OffsetsTopic) {
+		// Replicated: the cluster's manager loads each partition this
+		// broker comes to lead and unloads it when it stops (cluster.go),
+		// and a commit is acknowledged once committed (acks=all).
+		o.Store = group.NewLogStore(logs, &group.LogStoreOptions{Append: b.cluster.offsetsAppend(ts), ScanToLogEnd: true})
+		o.Unloaded = true
+	}
+	c, err := group.NewCoordinator(o)
 	if err != nil {
 		return nil, nil, fmt.Errorf("folio: loading %s: %w", group.OffsetsTopic, err)
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -57,6 +59,14 @@ type Options struct {
 	// MaxMetadataBytes caps the metadata string of a commit
 	// (ErrOffsetMetadataTooLarge). Default DefaultMaxMetadataBytes.
 	MaxMetadataBytes int
+	// Unloaded makes NewCoordinator load nothing and own no partition of
+	// the Store: its owner calls LoadPartition for each partition of
+	// __consumer_offsets it leads and UnloadPartition when it loses one,
+	// as Kafka's replica manager calls the group coordinator's onElection
+	// and onResignation. A group whose partition is not loaded gets a
+	// *NotCoordinatorError. Default false: NewCoordinator loads and owns
+	// every partition (one broker).
+	Unloaded bool
 }
 
 func (o *Options) withDefaults() Options {
@@ -120,10 +130,12 @@ type Coordinator struct {
 	// generator in tests that replay schedules.
 	memberID func(clientID, instanceID string) string
 
-	// groupsMu guards groups and closed. Lock order: group.fenceMu, then
-	// group.mu, then groupsMu.
+	// groupsMu guards groups, parts and closed. Lock order: group.fenceMu,
+	// then group.mu, then groupsMu. groups holds the groups of the loaded
+	// partitions only.
 	groupsMu sync.Mutex
 	groups   map[string]*group
+	parts    []partOwnership // by partition of the Store
 	closed   bool
 
 	// stats are counters since NewCoordinator; see Stats.
@@ -136,7 +148,8 @@ type Coordinator struct {
 }
 
 // NewCoordinator returns a Coordinator over opts.Store, after loading every
-// committed offset from it. An offset beyond its partition's log end
+// committed offset from it (with Options.Unloaded, nothing: LoadPartition
+// loads each partition the caller comes to lead). An offset beyond its partition's log end
 // (records lost in a power cut under a flush policy other than FlushSync) is
 // clamped to the log end, durably, and reported to the Logger and in
 // Stats().Clamped, so the records later written at those offsets are not
@@ -146,13 +159,164 @@ func NewCoordinator(opts *Options) (*Coordinator, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	c := &Coordinator{opts: o, store: o.Store, topics: o.Topics, logger: o.Logger, groups: map[string]*group{}, memberID: newMemberID}
-	start := time.Now()
+	c := &Coordinator{opts: o, store: o.Store, topics: o.Topics, logger: o.Logger, groups: map[string]*group{},
+		parts: make([]partOwnership, o.Store.Partitions()), memberID: newMemberID}
+	if o.Unloaded {
+		return c, nil
+	}
 	if err := c.load(); err != nil {
 		return nil, err
 	}
-	c.stats.loadTime.Store(int64(time.Since(start)))
 	return c, nil
+}
+
+// partOwnership is whether the Coordinator owns a partition of the Store.
+type partOwnership struct {
+	state ownership
+	// seq counts the partition's loads and unloads, so that a load that
+	// an unload overtook installs nothing.
+	seq uint64
+}
+
+type ownership uint8
+
+const (
+	unowned ownership = iota
+	loading
+	owned
+)
+
+// NotCoordinatorError is what a call about a group gets from a Coordinator
+// that does not own the group's partition of __consumer_offsets: it
+// matches ErrNotCoordinator (Kafka's NOT_COORDINATOR: the client looks for
+// the coordinator again), or ErrCoordinatorLoadInProgress while
+// LoadPartition is reading the partition (the client retries).
+type NotCoordinatorError struct {
+	Group     string
+	Partition int32 // of __consumer_offsets
+	Loading   bool
+}
+
+func (e *NotCoordinatorError) Error() string {
+	if e.Loading {
+		return fmt.Sprintf("group %q: %s-%d is loading: %v", e.Group, OffsetsTopic, e.Partition, ErrCoordinatorLoadInProgress)
+	}
+	return fmt.Sprintf("group %q: %s-%d is not loaded here: %v", e.Group, OffsetsTopic, e.Partition, ErrNotCoordinator)
+}
+
+func (e *NotCoordinatorError) Unwrap() error {
+	if e.Loading {
+		return ErrCoordinatorLoadInProgress
+	}
+	return ErrNotCoordinator
+}
+
+// ownedLocked returns nil if the coordinator owns group id's partition, a
+// *NotCoordinatorError otherwise.
+func (c *Coordinator) ownedLocked(id string) error {
+	p := PartitionFor(id, c.store.Partitions())
+	switch c.parts[p].state {
+	case owned:
+		return nil
+	case loading:
+		return &NotCoordinatorError{Group: id, Partition: p, Loading: true}
+	}
+	return &NotCoordinatorError{Group: id, Partition: p}
+}
+
+// Owns reports whether the coordinator owns (has loaded) partition p of
+// the Store.
+func (c *Coordinator) Owns(p int32) bool {
+	c.groupsMu.Lock()
+	defer c.groupsMu.Unlock()
+	return p >= 0 && int(p) < len(c.parts) && c.parts[p].state == owned
+}
+
+func (c *Coordinator) checkPartition(p int32) error {
+	if p < 0 || p >= c.store.Partitions() {
+		return fmt.Errorf("group: offsets partition %d of %d: %w", p, c.store.Partitions(), ErrUnknownTopicOrPartition)
+	}
+	return nil
+}
+
+// LoadPartition reads partition p of the Store into its groups (their
+// committed offsets and generations, as NewCoordinator does for every
+// partition) and makes the coordinator own it: Kafka's onElection, called
+// when this broker becomes the leader of the partition. Until it returns,
+// calls about the partition's groups get ErrCoordinatorLoadInProgress. A
+// partition owned or loading already is left as it is. An UnloadPartition
+// meanwhile wins: the load installs nothing. ctx ends the load early
+// (the partition stays unowned).
+func (c *Coordinator) LoadPartition(ctx context.Context, p int32) error {
+	if err := c.checkPartition(p); err != nil {
+		return err
+	}
+	c.groupsMu.Lock()
+	if c.closed {
+		c.groupsMu.Unlock()
+		return errClosed()
+	}
+	if c.parts[p].state != unowned {
+		c.groupsMu.Unlock()
+		return nil
+	}
+	c.parts[p].seq++
+	c.parts[p].state = loading
+	seq := c.parts[p].seq
+	c.groupsMu.Unlock()
+
+	groups, err := c.loadPartition(ctx, p)
+
+	c.groupsMu.Lock()
+	defer c.groupsMu.Unlock()
+	if c.parts[p].seq != seq || c.closed {
+		return nil // unloaded (or closed) meanwhile
+	}
+	if err != nil {
+		c.parts[p].state = unowned
+		return err
+	}
+	maps.Copy(c.groups, groups)
+	c.parts[p].state = owned
+	return nil
+}
+
+// UnloadPartition gives up partition p of the Store: Kafka's onResignation,
+// called when this broker stops leading the partition. Its groups are
+// dropped from memory (the Store keeps them for the next owner): every
+// later call about them, and every JoinGroup or SyncGroup waiting, gets a
+// *NotCoordinatorError, and their members find the new coordinator. It
+// returns once the commits in flight on those groups are written and
+// answered, so a load that starts after it sees every commit acknowledged
+// here.
+func (c *Coordinator) UnloadPartition(p int32) error {
+	if err := c.checkPartition(p); err != nil {
+		return err
+	}
+	c.groupsMu.Lock()
+	if c.closed {
+		c.groupsMu.Unlock()
+		return errClosed()
+	}
+	c.parts[p].seq++
+	c.parts[p].state = unowned
+	var gone []*group
+	for id, g := range c.groups {
+		if g.partition == p {
+			gone = append(gone, g)
+			delete(c.groups, id)
+		}
+	}
+	c.groupsMu.Unlock()
+	for _, g := range gone {
+		g.fenceMu.Lock() // the commits in flight are written and applied
+		g.shutdown(&NotCoordinatorError{Group: g.id, Partition: p})
+		g.fenceMu.Unlock()
+	}
+	if len(gone) > 0 {
+		c.logger.Info("group: unloaded an offsets partition", "partition", p, "groups", len(gone))
+	}
+	return nil
 }
 
 // Close stops the coordinator: its timers stop, and every JoinGroup or
@@ -172,7 +336,7 @@ func (c *Coordinator) Close() error {
 	}
 	c.groupsMu.Unlock()
 	for _, g := range groups {
-		g.shutdown()
+		g.shutdown(errClosed())
 	}
 	return nil
 }
@@ -187,6 +351,9 @@ func (c *Coordinator) lookup(id string) (*group, error) {
 	if c.closed {
 		return nil, errClosed()
 	}
+	if err := c.ownedLocked(id); err != nil {
+		return nil, err
+	}
 	return c.groups[id], nil
 }
 
@@ -196,6 +363,9 @@ func (c *Coordinator) getOrCreate(id string) (*group, error) {
 	defer c.groupsMu.Unlock()
 	if c.closed {
 		return nil, errClosed()
+	}
+	if err := c.ownedLocked(id); err != nil {
+		return nil, err
 	}
 	g := c.groups[id]
 	if g == nil {
@@ -312,6 +482,10 @@ func (c *Coordinator) DescribeGroups(ctx context.Context, groupIDs []string) ([]
 	out := make([]GroupDescription, 0, len(groupIDs))
 	for _, id := range groupIDs {
 		g, err := c.lookup(id)
+		if nce, ok := errors.AsType[*NotCoordinatorError](err); ok {
+			out = append(out, GroupDescription{Group: id, Err: nce, State: StateDead, GenerationID: -1})
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -46,7 +46,8 @@ type group struct {
 	delayRemaining time.Duration // of the rebalance timeout, after the delays
 	newMemberAdded bool
 	watchCh        chan struct{}
-	closed         bool // the coordinator closed
+	closed         bool  // the coordinator closed, or unloaded the group's partition
+	closeErr       error // what calls get once closed
 	offsets        map[TopicPartition]*committedOffset
 }
 
@@ -288,7 +289,7 @@ func (c *Coordinator) JoinGroup(ctx context.Context, req *JoinGroupRequest) (*Jo
 // channel to wait on, or a response (or error) to return at once.
 func (g *group) joinLocked(req *JoinGroupRequest) (chan joinOutcome, *JoinGroupResponse, error) {
 	if g.closed {
-		return nil, nil, errClosed()
+		return nil, nil, g.closeErr
 	}
 	if g.state == StateDead {
 		return nil, nil, fmt.Errorf("group %q is being deleted: %w", g.id, ErrCoordinatorNotAvailable)
@@ -603,7 +604,11 @@ func (g *group) completeJoinLocked() {
 	g.generation++
 	g.c.stats.rebalances.Add(1)
 	if len(g.members) == 0 {
-		g.protocol, g.protocolType, g.leader = "", "", ""
+		// The protocol type stays, as in Kafka: an Empty group that had
+		// consumers is still a consumer group to DescribeGroups and
+		// ListGroups (the Java AdminClient takes a group with none for a
+		// simple one, that only commits). The next first member sets it.
+		g.protocol, g.leader = "", ""
 		g.c.logger.Info("group: now empty", "group", g.id, "generation", g.generation)
 		g.transitionLocked(StateEmpty)
 		g.storeMetadataLocked()
@@ -801,7 +806,7 @@ func (c *Coordinator) SyncGroup(ctx context.Context, req *SyncGroupRequest) (*Sy
 
 func (g *group) syncLocked(req *SyncGroupRequest) (chan syncOutcome, *SyncGroupResponse, error) {
 	if g.closed {
-		return nil, nil, errClosed()
+		return nil, nil, g.closeErr
 	}
 	if g.state == StateDead {
 		return nil, nil, fmt.Errorf("group %q: %w", g.id, ErrCoordinatorNotAvailable)
@@ -885,7 +890,7 @@ func (c *Coordinator) Heartbeat(ctx context.Context, req *HeartbeatRequest) erro
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
-		return errClosed()
+		return g.closeErr
 	}
 	if g.state == StateDead {
 		return fmt.Errorf("group %q: %w", g.id, ErrCoordinatorNotAvailable)
@@ -934,7 +939,7 @@ func (c *Coordinator) LeaveGroup(ctx context.Context, req *LeaveGroupRequest) (*
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
-		return nil, errClosed()
+		return nil, g.closeErr
 	}
 	if g.state == StateDead {
 		return nil, fmt.Errorf("group %q: %w", g.id, ErrCoordinatorNotAvailable)
@@ -970,12 +975,13 @@ func (c *Coordinator) LeaveGroup(ctx context.Context, req *LeaveGroupRequest) (*
 	return resp, nil
 }
 
-// shutdown stops the group's timers and fails its waiting requests, for
-// Coordinator.Close.
-func (g *group) shutdown() {
+// shutdown stops the group's timers and fails its waiting requests with
+// err, for Coordinator.Close (errClosed) and UnloadPartition (a
+// *NotCoordinatorError); later calls on the group get err too.
+func (g *group) shutdown(err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.closed = true
+	g.closed, g.closeErr = true, err
 	for _, t := range []*time.Timer{g.joinTimer, g.syncTimer} {
 		if t != nil {
 			t.Stop()
@@ -988,8 +994,8 @@ func (g *group) shutdown() {
 		if m.hbTimer != nil {
 			m.hbTimer.Stop()
 		}
-		m.respondJoin(nil, errClosed())
-		m.respondSync(nil, errClosed())
+		m.respondJoin(nil, err)
+		m.respondSync(nil, err)
 	}
 	g.notifyLocked()
 }

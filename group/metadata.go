@@ -95,30 +95,32 @@ func (c *Coordinator) writeGroupRecord(g *group, v *kmsg.GroupMetadataValue) err
 
 // loadedGroup is what load keeps of a group's latest metadata record.
 type loadedGroup struct {
-	tombstone  bool
-	generation int32
-	members    int
+	tombstone    bool
+	generation   int32
+	protocolType string
+	members      int
 }
 
 // applyLoadedMetadata finishes loading the group metadata records: a group
 // whose latest record is a tombstone was deleted; any other keeps its
 // generation, so generations go on counting across restarts and a client
 // of the previous process cannot pass for a member of a new generation
-// with the same number. Its members are not taken back (they died with
+// with the same number, and its protocol type, so a consumer group is
+// still described as one. Its members are not taken back (they died with
 // the process that ran them): the group is Empty, and where the record
 // still listed members (the process stopped without them leaving), an
 // Empty record is written so that readers of the topic see that too.
-func (c *Coordinator) applyLoadedMetadata(meta map[string]loadedGroup) {
+func (c *Coordinator) applyLoadedMetadata(groups map[string]*group, meta map[string]loadedGroup) {
 	for id, lg := range meta {
 		if lg.tombstone {
 			continue
 		}
-		g := c.groups[id]
+		g := groups[id]
 		if g == nil {
 			g = newGroup(c, id)
-			c.groups[id] = g
+			groups[id] = g
 		}
-		g.generation = lg.generation
+		g.generation, g.protocolType = lg.generation, lg.protocolType
 		if lg.members == 0 {
 			continue
 		}

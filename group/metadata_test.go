@@ -263,6 +263,45 @@ func TestGroupMetadataTombstoneOnDelete(t *testing.T) {
 	})
 }
 
+// TestEmptyGroupKeepsProtocolType: a consumer group whose last member left
+// is still a consumer group, as in Kafka: DescribeGroups and ListGroups
+// give its protocol type, its Empty metadata record carries it, and so
+// does the group a new coordinator loads from the record. The Java
+// AdminClient takes a group without one for a simple consumer group
+// (ConsumerGroupDescription.isSimpleConsumerGroup); kafkatest's Java test
+// found it.
+func TestEmptyGroupKeepsProtocolType(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newMemStore(2)
+		c := newTestCoordinator(t, store, newMemTopics(), nil)
+		a, ach := newRaw(t, c, joinReq("g", ""))
+		a.joined(mustRecvAfter(t, ach))
+		mustRecvAfter(t, a.sync(nil))
+		if _, err := c.LeaveGroup(context.Background(), &LeaveGroupRequest{Group: "g", Members: []LeaveGroupMember{{MemberID: a.id}}}); err != nil {
+			t.Fatal(err)
+		}
+		check := func(c *Coordinator, when string) {
+			t.Helper()
+			d, err := c.DescribeGroups(context.Background(), []string{"g"})
+			if err != nil || len(d) != 1 || d[0].State != StateEmpty || d[0].ProtocolType != ProtocolTypeConsumer || d[0].Protocol != "" {
+				t.Fatalf("%s: described %+v, %v; want Empty, protocol type consumer, no protocol", when, d, err)
+			}
+			l, err := c.ListGroups(context.Background())
+			if err != nil || len(l) != 1 || l[0].ProtocolType != ProtocolTypeConsumer {
+				t.Fatalf("%s: listed %+v, %v", when, l, err)
+			}
+		}
+		check(c, "after the last member left")
+		if r := lastGroupRecord(t, store, "g"); r.tombstone || len(r.value.Members) != 0 || r.value.ProtocolType != ProtocolTypeConsumer {
+			t.Fatalf("the Empty group's record %+v", r)
+		}
+		c.Close()
+		c2 := newTestCoordinator(t, store, newMemTopics(), nil)
+		defer c2.Close()
+		check(c2, "after a reload")
+	})
+}
+
 func TestDecodeGroupRecord(t *testing.T) {
 	v := kmsg.GroupMetadataValue{Version: 3, ProtocolType: "consumer", Generation: 7, Protocol: kmsg.StringPtr("range"),
 		Leader: kmsg.StringPtr("m1"), CurrentStateTimestamp: 99,

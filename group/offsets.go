@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/foliolog/folio/errs"
 	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/record"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // committedOffset is a group's committed position in one partition.
@@ -154,6 +154,17 @@ func storeError(g *group, err error) error {
 	if errors.Is(err, log.ErrClosed) {
 		return fmt.Errorf("group %q: %w: %w", g.id, ErrCoordinatorNotAvailable, err)
 	}
+	// A replicated offsets partition, as Kafka's coordinator maps its
+	// append errors: a leader that lost its partition sends the client to
+	// the new coordinator; too few replicas, or a commit not acknowledged
+	// in time, make it retry.
+	if errors.Is(err, kerr.NotLeaderForPartition) {
+		return fmt.Errorf("group %q: %s-%d: %w: %w", g.id, OffsetsTopic, g.partition, ErrNotCoordinator, err)
+	}
+	if errors.Is(err, kerr.NotEnoughReplicas) || errors.Is(err, kerr.NotEnoughReplicasAfterAppend) ||
+		errors.Is(err, kerr.RequestTimedOut) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("group %q: %s-%d: %w: %w", g.id, OffsetsTopic, g.partition, ErrCoordinatorNotAvailable, err)
+	}
 	return fmt.Errorf("group %q: writing to %s-%d: %w: %w", g.id, OffsetsTopic, g.partition, ErrUnknownServerError, err)
 }
 
@@ -161,7 +172,7 @@ func storeError(g *group, err error) error {
 // ClassicGroup.validateOffsetCommit does.
 func (g *group) validateCommitLocked(req *OffsetCommitRequest) error {
 	if g.closed {
-		return errClosed()
+		return g.closeErr
 	}
 	if g.state == StateDead {
 		return fmt.Errorf("group %q: %w", g.id, ErrCoordinatorNotAvailable)
@@ -287,7 +298,7 @@ func (c *Coordinator) OffsetDelete(ctx context.Context, req *OffsetDeleteRequest
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()
-		return nil, errClosed()
+		return nil, g.closeErr
 	}
 	if g.state == StateDead {
 		g.mu.Unlock()
@@ -405,10 +416,10 @@ func (c *Coordinator) deleteGroupOffsets(g *group, drop func(TopicPartition) boo
 // (a crash between the two). A commit is only taken for a topic that
 // exists, so such offsets are stale, and one kept would be inherited by a
 // topic created again under the name.
-func (c *Coordinator) dropDeletedTopics() { // before the coordinator is shared, like load
-	ids := slices.Sorted(maps.Keys(c.groups))
+func (c *Coordinator) dropDeletedTopics(groups map[string]*group) { // before they are shared, like loadPartition
+	ids := slices.Sorted(maps.Keys(groups))
 	for _, id := range ids {
-		g := c.groups[id]
+		g := groups[id]
 		unknown := map[string]bool{}
 		for tp := range g.offsets {
 			if _, seen := unknown[tp.Topic]; !seen {
@@ -481,7 +492,7 @@ func (c *Coordinator) deleteGroup(id string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
-		return errClosed()
+		return g.closeErr
 	}
 	switch g.state {
 	case StateDead:
@@ -593,90 +604,114 @@ func (c *Coordinator) Lag(groupID string) ([]PartitionLag, error) {
 	return out, nil
 }
 
-// load reads every partition of the offsets topic into the groups (their
-// committed offsets, and the generation of their latest metadata record,
-// but no members), then clamps offsets beyond their partition's end. It runs before the
-// coordinator is returned, so it touches groups without their locks.
+// load reads every partition of the offsets topic into the groups and
+// owns them all: NewCoordinator's load, one broker's. It runs before the
+// coordinator is returned.
 func (c *Coordinator) load() error {
+	for p := range c.store.Partitions() {
+		groups, err := c.loadPartition(context.Background(), p)
+		if err != nil {
+			return err
+		}
+		maps.Copy(c.groups, groups)
+		c.parts[p].state = owned
+	}
+	return nil
+}
+
+// loadPartition reads partition p of the offsets topic into groups of its
+// own (their committed offsets, and the generation of their latest
+// metadata record, but no members), then clamps offsets beyond their
+// partition's end. The groups are not shared until the caller installs
+// them, so it touches them without their locks.
+func (c *Coordinator) loadPartition(ctx context.Context, p int32) (map[string]*group, error) {
 	const maxLogged = 10
+	start := time.Now()
+	defer func() { c.stats.loadTime.Add(int64(time.Since(start))) }()
+	groups := map[string]*group{}
 	meta := map[string]loadedGroup{}
-	for p := int32(0); p < c.store.Partitions(); p++ {
-		err := c.store.Scan(p, func(b record.Batch) error {
-			it := b.Records(nil)
-			defer it.Close()
-			for it.Next() {
-				r := it.Record()
-				c.stats.loaded.Add(1)
-				or, kind, err := decodeOffsetRecord(r.Key(), r.Value(), r.ValueIsNull())
-				if err != nil {
-					if c.stats.skipped.Add(1) <= maxLogged {
-						c.logger.Warn("group: skipping an offsets record that does not decode",
-							"partition", p, "offset", r.Offset(), "err", err)
-					}
-					continue
+	err := c.store.Scan(p, func(b record.Batch) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		it := b.Records(nil)
+		defer it.Close()
+		for it.Next() {
+			r := it.Record()
+			c.stats.loaded.Add(1)
+			or, kind, err := decodeOffsetRecord(r.Key(), r.Value(), r.ValueIsNull())
+			if err != nil {
+				if c.stats.skipped.Add(1) <= maxLogged {
+					c.logger.Warn("group: skipping an offsets record that does not decode",
+						"partition", p, "offset", r.Offset(), "err", err)
 				}
-				if kind == kindGroupMetadata {
-					gr, err := decodeGroupRecord(r.Key(), r.Value(), r.ValueIsNull())
-					switch {
-					case err != nil:
-						if c.stats.skipped.Add(1) <= maxLogged {
-							c.logger.Warn("group: skipping a group metadata record that does not decode",
-								"partition", p, "offset", r.Offset(), "err", err)
-						}
-					case PartitionFor(gr.group, c.store.Partitions()) != p:
-						if c.stats.skipped.Add(1) <= maxLogged {
-							c.logger.Warn("group: skipping a group metadata record in the wrong partition",
-								"group", gr.group, "partition", p, "offset", r.Offset())
-						}
-					default:
-						// Records of a group are in one partition, in the
-						// order they were written: the last one wins.
-						meta[gr.group] = loadedGroup{tombstone: gr.tombstone, generation: gr.value.Generation, members: len(gr.value.Members)}
-					}
-					continue
-				}
-				if kind != kindOffsetCommit {
-					continue
-				}
-				g := c.groups[or.group]
-				if g == nil {
-					g = newGroup(c, or.group)
-					c.groups[or.group] = g
-				}
-				if g.partition != p {
-					if c.stats.skipped.Add(1) <= maxLogged {
-						c.logger.Warn("group: skipping an offsets record in the wrong partition",
-							"group", or.group, "partition", p, "want", g.partition, "offset", r.Offset())
-					}
-					continue
-				}
-				g.applyLocked(or, r.Offset())
-			}
-			if err := it.Err(); err != nil {
-				return errs.Corrupt(ErrCorrupt, fmt.Sprintf("%s-%d", OffsetsTopic, p), -1, err).AtOffset(b.BaseOffset())
-			}
-			return nil
-		})
-		if ce, located := errors.AsType[*errs.Corruption](err); located {
-			if c.cutDamage(p, ce, err) {
 				continue
 			}
+			if kind == kindGroupMetadata {
+				gr, err := decodeGroupRecord(r.Key(), r.Value(), r.ValueIsNull())
+				switch {
+				case err != nil:
+					if c.stats.skipped.Add(1) <= maxLogged {
+						c.logger.Warn("group: skipping a group metadata record that does not decode",
+							"partition", p, "offset", r.Offset(), "err", err)
+					}
+				case PartitionFor(gr.group, c.store.Partitions()) != p:
+					if c.stats.skipped.Add(1) <= maxLogged {
+						c.logger.Warn("group: skipping a group metadata record in the wrong partition",
+							"group", gr.group, "partition", p, "offset", r.Offset())
+					}
+				default:
+					// Records of a group are in one partition, in the
+					// order they were written: the last one wins.
+					meta[gr.group] = loadedGroup{tombstone: gr.tombstone, generation: gr.value.Generation, protocolType: gr.value.ProtocolType, members: len(gr.value.Members)}
+				}
+				continue
+			}
+			if kind != kindOffsetCommit {
+				continue
+			}
+			g := groups[or.group]
+			if g == nil {
+				g = newGroup(c, or.group)
+				groups[or.group] = g
+			}
+			if g.partition != p {
+				if c.stats.skipped.Add(1) <= maxLogged {
+					c.logger.Warn("group: skipping an offsets record in the wrong partition",
+						"group", or.group, "partition", p, "want", g.partition, "offset", r.Offset())
+				}
+				continue
+			}
+			g.applyLocked(or, r.Offset())
+		}
+		if err := it.Err(); err != nil {
+			return errs.Corrupt(ErrCorrupt, fmt.Sprintf("%s-%d", OffsetsTopic, p), -1, err).AtOffset(b.BaseOffset())
+		}
+		return nil
+	})
+	if ce, located := errors.AsType[*errs.Corruption](err); located {
+		if !c.cutDamage(p, ce, err) {
 			// It names the partition and offset itself.
-			return fmt.Errorf("group: loading offsets: %w", err)
+			return nil, fmt.Errorf("group: loading offsets: %w", err)
 		}
-		if err != nil {
-			return fmt.Errorf("group: loading %s-%d: %w", OffsetsTopic, p, err)
-		}
+		err = nil
 	}
-	for id, g := range c.groups {
+	if err != nil {
+		return nil, fmt.Errorf("group: loading %s-%d: %w", OffsetsTopic, p, err)
+	}
+	for id, g := range groups {
+		if g.partition != p {
+			delete(groups, id) // its records were all in the wrong partition
+			continue
+		}
 		if lg, ok := meta[id]; len(g.offsets) == 0 && (!ok || lg.tombstone) {
-			delete(c.groups, id) // deleted, or only tombstones left
+			delete(groups, id) // deleted, or only tombstones left
 		}
 	}
-	c.applyLoadedMetadata(meta)
-	c.dropDeletedTopics()
-	c.clamp()
-	return nil
+	c.applyLoadedMetadata(groups, meta)
+	c.dropDeletedTopics(groups)
+	c.clamp(groups)
+	return groups, nil
 }
 
 // cutDamage cuts partition p of the Store at the damage ce reports, when
@@ -704,14 +739,9 @@ func (c *Coordinator) cutDamage(p int32, ce *errs.Corruption, err error) bool {
 // group consumed were lost after the commit (a power cut under a flush
 // policy other than FlushSync); without the clamp, the records later
 // written at those offsets would be skipped.
-func (c *Coordinator) clamp() { // before the coordinator is shared, like load
-	ids := make([]string, 0, len(c.groups))
-	for id := range c.groups {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		g := c.groups[id]
+func (c *Coordinator) clamp(groups map[string]*group) { // before they are shared, like loadPartition
+	for _, id := range slices.Sorted(maps.Keys(groups)) {
+		g := groups[id]
 		var recs []offsetRecord
 		tps := make([]TopicPartition, 0, len(g.offsets))
 		for tp := range g.offsets {

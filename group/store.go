@@ -70,23 +70,56 @@ type PartitionOffsets struct {
 
 // LogStore is a Store over the partition logs of __consumer_offsets, in
 // partition order. The logs stay owned by the caller.
-func LogStore(logs []*log.Log) Store { return logStore(logs) }
+func LogStore(logs []*log.Log) Store { return NewLogStore(logs, nil) }
 
-type logStore []*log.Log
+// LogStoreOptions change how a LogStore appends and reads, for the
+// partitions of a replicated __consumer_offsets. A nil *LogStoreOptions
+// means every default.
+type LogStoreOptions struct {
+	// Append, when set, appends a batch to partition p in place of the
+	// log's own Append and returns once the batch is acknowledged, with
+	// its first offset: for a replicated partition, the leader's acks=all
+	// append, so that a commit is acknowledged once it is committed.
+	// Default nil: the log's Append.
+	Append func(p int32, b record.Batch) (int64, error)
+	// ScanToLogEnd makes Scan read each log to its log end rather than
+	// its high watermark: a new leader's log holds every commit
+	// acknowledged in the epochs before, some of them maybe above the
+	// high watermark it has yet to establish in its own (Kafka's
+	// coordinator loads to the log end too). Default false.
+	ScanToLogEnd bool
+}
 
-func (s logStore) Partitions() int32 { return int32(len(s)) }
+// NewLogStore is LogStore with options.
+func NewLogStore(logs []*log.Log, opts *LogStoreOptions) Store {
+	s := logStore{logs: logs}
+	if opts != nil {
+		s.opts = *opts
+	}
+	return s
+}
+
+type logStore struct {
+	logs []*log.Log
+	opts LogStoreOptions
+}
+
+func (s logStore) Partitions() int32 { return int32(len(s.logs)) }
 
 func (s logStore) log(p int32) (*log.Log, error) {
-	if p < 0 || int(p) >= len(s) {
-		return nil, fmt.Errorf("group: offsets partition %d of %d: %w", p, len(s), ErrUnknownTopicOrPartition)
+	if p < 0 || int(p) >= len(s.logs) {
+		return nil, fmt.Errorf("group: offsets partition %d of %d: %w", p, len(s.logs), ErrUnknownTopicOrPartition)
 	}
-	return s[p], nil
+	return s.logs[p], nil
 }
 
 func (s logStore) Append(p int32, b record.Batch) (int64, error) {
 	l, err := s.log(p)
 	if err != nil {
 		return 0, err
+	}
+	if s.opts.Append != nil {
+		return s.opts.Append(p, b)
 	}
 	first, _, err := l.Append(b)
 	return first, err
@@ -109,9 +142,13 @@ func (s logStore) Scan(p int32, fn func(record.Batch) error) error {
 	if err := l.Sync(); err != nil && !errors.Is(err, log.ErrReadOnly) {
 		return fmt.Errorf("group: syncing %s before loading: %w", l.Dir(), err)
 	}
+	bound, end := log.BoundHighWatermark, l.HighWatermark
+	if s.opts.ScanToLogEnd {
+		bound, end = log.BoundLogEnd, l.LogEndOffset
+	}
 	off := l.LogStartOffset()
-	for off < l.HighWatermark() {
-		v, err := l.Read(off, scanReadBytes)
+	for off < end() {
+		v, err := l.ReadBounded(off, scanReadBytes, bound)
 		if err != nil && errors.Is(err, errs.ErrCorrupt) {
 			// The batch at off (or one in the same read) is damaged: say
 			// where, so that the load can cut the partition there.

@@ -42,7 +42,7 @@ func handleMetadata(_ context.Context, rc *reqCtx, kreq kmsg.Request) (response,
 	resp.ClusterID = &cid
 	resp.ControllerID = s.opts.NodeID
 	if clustered {
-		resp.ControllerID = cb.CoordinatorID()
+		resp.ControllerID = cb.ControllerID()
 	}
 
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)

@@ -21,7 +21,7 @@ func handleDescribeCluster(_ context.Context, rc *reqCtx, kreq kmsg.Request) (re
 	resp.ControllerID = s.opts.NodeID
 	resp.ClusterAuthorizedOperations = -2147483648
 	if cb, brokers, ok := s.cluster(); ok {
-		resp.ControllerID = cb.CoordinatorID()
+		resp.ControllerID = cb.ControllerID()
 		for _, cbr := range brokers {
 			b := kmsg.NewDescribeClusterResponseBroker()
 			b.NodeID, b.Host, b.Port = cbr.ID, cbr.Host, cbr.Port

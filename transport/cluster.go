@@ -20,8 +20,13 @@ type ClusterBackend interface {
 	// none), leader epoch, replicas and ISR; ok is false for a partition
 	// this broker alone serves (an unreplicated topic).
 	PartitionReplicas(topic string, partition int32) (r PartitionReplicas, ok bool)
-	// CoordinatorID returns the broker that coordinates consumer groups.
-	CoordinatorID() int32
+	// CoordinatorID returns the broker that coordinates consumer group
+	// groupID: the leader of its partition of __consumer_offsets, -1 while
+	// it has none.
+	CoordinatorID(groupID string) int32
+	// ControllerID returns the broker Metadata and DescribeCluster name as
+	// the controller.
+	ControllerID() int32
 }
 
 // ClusterBroker is one broker of the cluster as Metadata lists it.
