@@ -167,11 +167,10 @@ func TestUnloadAnswersPendingJoin(t *testing.T) {
 // is set: the test sees the call arrive and lets it go on.
 type gatedStore struct {
 	*memStore
-	mu           sync.Mutex
-	scanGate     chan struct{}
-	appendGate   chan struct{}
-	entered      chan struct{} // receives once a gated call is waiting
-	appendsAfter int           // appends that pass before the gate holds one
+	mu         sync.Mutex
+	scanGate   chan struct{}
+	appendGate chan struct{}
+	entered    chan struct{} // receives once a gated call is waiting
 }
 
 func (s *gatedStore) Scan(p int32, fn func(record.Batch) error) error {
