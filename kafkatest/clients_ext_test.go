@@ -370,6 +370,20 @@ func highWatermarks(t *testing.T, b *folio.Broker, topicName string) map[int32]i
 	return out
 }
 
+// storedIdempotent fails t unless every batch of topicName is stored in
+// codec with a producer id: client produced idempotently in that codec.
+func storedIdempotent(t *testing.T, b *folio.Broker, topicName string, codec record.Codec, client string) {
+	t.Helper()
+	for _, bt := range storedBatches(t, b, topicName) {
+		if bt.Codec() != codec {
+			t.Fatalf("a batch at %d is stored in %v, want %v", bt.BaseOffset(), bt.Codec(), codec)
+		}
+		if bt.ProducerID() < 0 {
+			t.Fatalf("a batch at %d has no producer id: %s did not produce idempotently", bt.BaseOffset(), client)
+		}
+	}
+}
+
 // storedBatches returns the batches of every partition of a topic as the
 // log holds them (for their codec and producer id).
 func storedBatches(t *testing.T, b *folio.Broker, topicName string) []record.Batch {

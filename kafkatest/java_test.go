@@ -357,14 +357,7 @@ func TestJavaProduceEveryCodec(t *testing.T) {
 					t.Fatalf("record at %d/%d: timestamp %v, want %v", recs[i].Partition, recs[i].Offset, got[i].Timestamp, recs[i].Timestamp)
 				}
 			}
-			for _, b := range storedBatches(t, c.Broker, topicName) {
-				if b.Codec() != want[name] {
-					t.Fatalf("a batch at %d is stored in %v, want %s", b.BaseOffset(), b.Codec(), name)
-				}
-				if b.ProducerID() < 0 {
-					t.Fatalf("a batch at %d has no producer id: the Java client did not produce idempotently", b.BaseOffset())
-				}
-			}
+			storedIdempotent(t, c.Broker, topicName, want[name], "the Java client")
 		})
 	}
 	if !sl.used(kmsg.InitProducerID) {

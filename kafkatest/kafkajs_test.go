@@ -195,14 +195,7 @@ func TestKafkajsProduce(t *testing.T) {
 			var ignored struct{}
 			js("produce", c.Addr(), in, &ignored)
 			sameRecordsByKey(t, readAll(t, c.Broker, topicName), recs)
-			for _, b := range storedBatches(t, c.Broker, topicName) {
-				if b.Codec() != codec {
-					t.Fatalf("a batch at %d is stored in %v, want %s", b.BaseOffset(), b.Codec(), name)
-				}
-				if b.ProducerID() < 0 {
-					t.Fatalf("a batch at %d has no producer id: kafkajs did not produce idempotently", b.BaseOffset())
-				}
-			}
+			storedIdempotent(t, c.Broker, topicName, codec, "kafkajs")
 		})
 	}
 	if !sl.used(kmsg.InitProducerID) {

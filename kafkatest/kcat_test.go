@@ -119,14 +119,7 @@ func TestKcatProduceEveryCodec(t *testing.T) {
 			// librdkafka chooses the partitions (consistent_random: CRC32 of
 			// the key).
 			sameRecordsByKey(t, got, want)
-			for _, b := range storedBatches(t, c.Broker, topicName) {
-				if b.Codec() != codec {
-					t.Fatalf("a batch at %d is stored in %v, want %v", b.BaseOffset(), b.Codec(), codec)
-				}
-				if b.ProducerID() < 0 {
-					t.Fatalf("a batch at %d has no producer id: librdkafka did not produce idempotently", b.BaseOffset())
-				}
-			}
+			storedIdempotent(t, c.Broker, topicName, codec, "librdkafka")
 		})
 	}
 	if !sl.used(kmsg.InitProducerID) {
