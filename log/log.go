@@ -495,6 +495,7 @@ func (l *Log) Close() error {
 	defer l.retentionMu.Unlock()
 	l.syncMu.Lock()
 	var errs []error
+	sealed := false
 	if l.failure.Load() == nil {
 		// An active segment never written to since Open is still sealed.
 		if err := l.flushLocked(true); err != nil {
@@ -502,13 +503,20 @@ func (l *Log) Close() error {
 		} else if l.activated {
 			if err := l.seal(l.active.seg); err != nil {
 				errs = append(errs, l.fail(fmt.Errorf("log: seal %s: %w", l.active.seg, err)))
+			} else {
+				sealed = true
 			}
+		} else {
+			sealed = true
 		}
 	}
 	l.closed.Store(true)
 	l.syncMu.Unlock()
 	l.hwWake.broadcast()
 	l.endWake.broadcast()
+	if sealed {
+		l.repairAtClose()
+	}
 
 	l.appendMu.Lock()
 	var all []*segEntry

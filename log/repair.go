@@ -175,7 +175,10 @@ func (l *Log) repairLocated(sn *snapshot, e *segEntry) {
 	if e.filled.Load() != nil || l.beforeWrite() != nil {
 		return
 	}
-	fillTo := int64(-1)
+	// The last segment is repaired only at Close (repairAtClose), when
+	// nothing is appended any more: damage nothing valid follows is the
+	// range up to the log end, which stays where it was.
+	fillTo := l.end.Load()
 	if n := nextEntry(sn, e); n != nil {
 		fillTo = n.base
 	}
@@ -189,6 +192,22 @@ func (l *Log) repairLocated(sn *snapshot, e *segEntry) {
 	}
 	e.filled.Store(&fills)
 	e.damaged.Store(nil) // its positions are the replaced file's
+}
+
+// repairAtClose rewrites the damage reads located in the active segment
+// (LocateDamage passes over it but leaves the file alone while appends may
+// follow) once Close has sealed it: as repairLocated rewrites a sealed
+// segment, so that the next open and folio verify find the segment whole
+// and the damaged bytes, reported when they were read, are gone. A failed
+// repair leaves the segment as it was.
+func (l *Log) repairAtClose() {
+	sn := l.snap.Load()
+	if len(sn.bases) == 0 {
+		return
+	}
+	if last := sn.bases[len(sn.bases)-1]; last.damaged.Load() != nil {
+		l.repairLocated(sn, last)
+	}
 }
 
 // filledAt returns the range a repair of e filled that offset lies in, or

@@ -247,3 +247,105 @@ func TestCleanOpenKeepsActiveBatchesAfterDamage(t *testing.T) {
 		t.Fatalf("append: %d %v, want offset %d", first, err, len(want))
 	}
 }
+
+// TestLocatedActiveDamageIsRewrittenAtClose: damage a read located in the
+// active segment (a record byte flipped after a clean shutdown: the CRC
+// fails, the framing holds) is passed over while the log is open and
+// rewritten at Close, once the segment is sealed: the next open and a walk
+// of the file find it whole, the damaged batch an empty batch covering its
+// offsets, every other record kept and the log end where it was. In the
+// last batch, with nothing valid after it, the range runs to the log end.
+func TestLocatedActiveDamageIsRewrittenAtClose(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		append bool // append a batch between the read and Close
+		last   bool // damage the last batch
+	}{
+		{"middle", false, false},
+		{"middle-then-append", true, false},
+		{"last", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			o := &Options{SegmentBytes: 1 << 20, FlushPolicy: FlushNone, IndexIntervalBytes: 256}
+			l := openT(t, nil, dir, o, State{})
+			want := appendN(t, l, "a", 12, 2, 40)
+			end := l.LogEndOffset()
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			var from, resume int64
+			var nbatches int
+			l = flipActive(t, dir, o, l.Checkpoint(), func(data []byte, pos, base []int64) {
+				k := 5
+				if tc.last {
+					k = len(pos) - 1
+				}
+				data[pos[k]+record.HeaderSize+5] ^= 0x40 // a record byte: the CRC fails
+				from, resume, nbatches = base[k], end, len(pos)
+				if k+1 < len(pos) {
+					resume = base[k+1]
+				}
+			})
+			var expect []rec
+			for _, w := range want {
+				if w.offset < from || w.offset >= resume {
+					expect = append(expect, w)
+				}
+			}
+			got, damaged := readLocating(t, l, 0)
+			if len(damaged) != 1 || damaged[0].From != from || damaged[0].Resume != resume {
+				t.Fatalf("damage reported as %v, want offsets %d to %d", damaged, from, resume-1)
+			}
+			sameRecs(t, got, expect)
+			if tc.append {
+				if _, _, err := l.Append(makeBatch(t, "n", 0, 1, 10, 1)); err != nil {
+					t.Fatal(err)
+				}
+				end++
+				nbatches++
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			path := segment.LogPath(dir, 0)
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, filled := 0, 0
+			for p := 0; p < len(data); n++ {
+				b, _, err := record.Parse(data[p:])
+				if err == nil {
+					err = b.Validate()
+				}
+				if err != nil {
+					t.Fatalf("the rewritten %s at %d: %v", path, p, err)
+				}
+				if b.BaseOffset() == from {
+					filled++
+					if b.LastOffset() != resume-1 || b.NumRecords() != 0 {
+						t.Fatalf("the batch at %d covers %d to %d with %d records, want an empty batch for %d to %d", from, b.BaseOffset(), b.LastOffset(), b.NumRecords(), from, resume-1)
+					}
+				}
+				p += len(b)
+			}
+			if n != nbatches || filled != 1 {
+				t.Fatalf("the rewritten segment has %d batches (%d at offset %d), want %d (one)", n, filled, from, nbatches)
+			}
+			l = openT(t, nil, dir, o, l.Checkpoint())
+			defer l.Close()
+			if got := l.LogEndOffset(); got != end {
+				t.Fatalf("log end %d after the rewrite, want %d", got, end)
+			}
+			got, damaged = readLocating(t, l, 0)
+			if len(damaged) != 0 {
+				t.Fatalf("after the rewrite: %v", damaged)
+			}
+			if tc.append {
+				got = got[:len(got)-1]
+			}
+			sameRecs(t, got, expect)
+		})
+	}
+}
