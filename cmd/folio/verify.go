@@ -339,6 +339,13 @@ func (v *verifier) partition(dir string, maxBatch int, checkpointed int64) error
 			case end > base && base >= cleanEnd && i > 0:
 				v.problem(fmt.Sprintf("%s: holds offsets %d to %d, beyond the end %d the log had at its clean shutdown (not part of the log: the next open sets it aside)",
 					segment.LogPath(dir, base), base, end-1, cleanEnd))
+			case end > cleanEnd:
+				// A batch past the end the shutdown recorded: a flipped
+				// base offset (outside the CRC) moved it there.
+				path := segment.LogPath(dir, base)
+				pos, first := batchPast(path, cleanEnd)
+				v.problem(fmt.Sprintf("%s: position %d: a batch at offsets %d to %d, beyond the end %d the log had at its clean shutdown (a damaged base offset: its records are lost)",
+					path, pos, first, end-1, cleanEnd))
 			}
 		}
 		prevEnd = max(prevEnd, end)
@@ -547,6 +554,27 @@ func describeProblem(p segment.Problem, logPath string) string {
 		}
 	}
 	return fmt.Sprintf("%s: position %d: %v", p.Path, p.Position, p.Err)
+}
+
+// batchPast returns the position and base offset of the first batch of
+// the .log at path whose last offset is at or past end, walking the
+// batches' framing (-1 and end when none is found).
+func batchPast(path string, end int64) (pos, base int64) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return -1, end
+	}
+	for p := 0; p < len(data); {
+		b, _, err := record.Parse(data[p:])
+		if err != nil {
+			break
+		}
+		if b.LastOffset() >= end {
+			return int64(p), b.BaseOffset()
+		}
+		p += len(b)
+	}
+	return -1, end
 }
 
 // baseOffsetAt reads the base offset field of the batch header at pos.
