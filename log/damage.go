@@ -157,6 +157,8 @@ func (l *Log) walkDamage(e *segEntry, offset, maxPos, after int64) (damageWalk, 
 				why = fmt.Errorf("a batch of %d bytes runs past the end (%d)", n, limit)
 			case h.BaseOffset() < next:
 				why = fmt.Errorf("base offset %d does not follow %d", h.BaseOffset(), next-1)
+			case after > e.base && h.LastOffset() >= after:
+				why = pastBound(h, after)
 			default:
 				if cap(buf) < n {
 					buf = make([]byte, n)
@@ -193,6 +195,13 @@ func (l *Log) walkDamage(e *segEntry, offset, maxPos, after int64) (damageWalk, 
 		}
 		pos, next = q, r
 	}
+}
+
+// pastBound is the damage of a batch whose offsets reach bound, where the
+// next segment (or the log end) starts: its base offset, outside the CRC,
+// was flipped.
+func pastBound(h record.Batch, bound int64) error {
+	return fmt.Errorf("offsets %d to %d reach %d, where the next segment or the log end starts (a damaged base offset)", h.BaseOffset(), h.LastOffset(), bound)
 }
 
 // noteDamage adds d to the damaged batches e's reads located.
@@ -425,7 +434,7 @@ func (l *Log) repairSealed(e *segEntry, offset int64, maxBytes int, after int64)
 		if n := nextEntry(l.snap.Load(), e); n != nil {
 			fillTo = n.base
 		}
-		return l.passOverDamage(e.base, fillTo, r, size, w, &fills)
+		return l.passOverDamage(e.base, fillTo, fillTo, r, size, w, &fills)
 	}, false)
 	if err != nil || res.Cause == nil && len(fills) == 0 {
 		return nil, nil, false

@@ -563,7 +563,7 @@ func (l *Log) recover(entries []*segEntry, rp int64) (map[*segEntry]bool, error)
 				// tail is filled up to the next segment, so that the
 				// valid batches after damage stay.
 				results[i], scanErrs[i] = e.seg.RecoverRewrite(func(r io.ReaderAt, size int64, w io.Writer) (bool, error) {
-					return l.passOverDamage(e.base, scan[i+1].base, r, size, w, &fills[i])
+					return l.passOverDamage(e.base, scan[i+1].base, -1, r, size, w, &fills[i])
 				}, true)
 				return
 			}
@@ -697,7 +697,7 @@ func (l *Log) loadLast(last *segEntry, recovered map[*segEntry]bool) error {
 	// cut, as recovery cuts a torn tail.
 	var fills []filledRange
 	res, rerr := last.seg.RecoverRewrite(func(r io.ReaderAt, size int64, w io.Writer) (bool, error) {
-		return l.passOverDamage(last.base, -1, r, size, w, &fills)
+		return l.passOverDamage(last.base, -1, -1, r, size, w, &fills)
 	}, false)
 	if rerr != nil {
 		return fmt.Errorf("log: recover the last segment: %w", errors.Join(err, rerr))

@@ -168,6 +168,13 @@ func (l *Log) readSnapshot(sn *snapshot, limit *mark, offset int64, maxBytes int
 					return v, err
 				}
 			}
+			if fr, ok := v.Framing(); ok && fr.LastOffset >= l.afterSegment(sn, e) {
+				// A batch whose offsets reach the next segment or the
+				// log end: its base offset (outside the CRC) is
+				// damaged. The walk passes over it.
+				v.Release()
+				return l.readDamaged(e, offset, maxBytes, maxPos, l.afterSegment(sn, e), nil)
+			}
 			if d := e.damaged.Load(); d != nil && misled(*d, v, max(offset, e.base)) {
 				// Damage was located here, and the lookup passed over
 				// offset: it may have done so by a damaged length field,

@@ -46,10 +46,12 @@ func emptyBatch(bld *record.Builder, buf []byte, base, n, ts int64) ([]byte, err
 // batches) is the range up to fillTo, the next segment's base, filled the
 // same way, so that the chain of segments stays whole; with fillTo at or
 // below it, the rest of the file is copied as it is (the recovery's scan
-// then cuts it). It
+// then cuts it). A batch whose offsets reach bound (> base: the chain of
+// segments is known, as after the open) is damaged: its base offset,
+// outside the CRC, was flipped. It
 // rewrites nothing (false) when no damage can be passed over. It sets
 // *fills to the ranges it filled.
-func (l *Log) passOverDamage(base, fillTo int64, r io.ReaderAt, size int64, w io.Writer, fills *[]filledRange) (bool, error) {
+func (l *Log) passOverDamage(base, fillTo, bound int64, r io.ReaderAt, size int64, w io.Writer, fills *[]filledRange) (bool, error) {
 	path := segment.LogPath(l.dir, base)
 	type piece struct {
 		from, to int64 // bytes of r copied as they are
@@ -76,6 +78,8 @@ func (l *Log) passOverDamage(base, fillTo int64, r io.ReaderAt, size int64, w io
 			why = fmt.Errorf("a batch of %d bytes runs past the end (%d)", n, size)
 		} else if h.BaseOffset() < next {
 			why = fmt.Errorf("base offset %d does not follow %d", h.BaseOffset(), next-1)
+		} else if bound > base && h.LastOffset() >= bound {
+			why = pastBound(h, bound)
 		} else if b, ok := batchAt(r, pos, size); !ok {
 			if b != nil {
 				why = b.Validate()
@@ -186,7 +190,7 @@ func (l *Log) repairLocated(sn *snapshot, e *segEntry) {
 	l.caps.acquire(&e.capEntry)
 	defer l.caps.release(&e.capEntry)
 	if _, err := e.seg.RecoverRewrite(func(r io.ReaderAt, size int64, w io.Writer) (bool, error) {
-		return l.passOverDamage(e.base, fillTo, r, size, w, &fills)
+		return l.passOverDamage(e.base, fillTo, fillTo, r, size, w, &fills)
 	}, false); err != nil || len(fills) == 0 {
 		return
 	}
@@ -194,19 +198,19 @@ func (l *Log) repairLocated(sn *snapshot, e *segEntry) {
 	e.damaged.Store(nil) // its positions are the replaced file's
 }
 
-// repairAtClose rewrites the damage reads located in the active segment
-// (LocateDamage passes over it but leaves the file alone while appends may
-// follow) once Close has sealed it: as repairLocated rewrites a sealed
-// segment, so that the next open and folio verify find the segment whole
+// repairAtClose rewrites the damage reads located (walkDamage) and left on
+// disk, once Close has sealed the active segment: there LocateDamage
+// passes over damage but leaves the file alone while appends may follow,
+// and a Read that located damage itself leaves any segment as it is. Each
+// is rewritten as repairLocated rewrites a sealed segment, so that the next open and folio verify find the segment whole
 // and the damaged bytes, reported when they were read, are gone. A failed
 // repair leaves the segment as it was.
 func (l *Log) repairAtClose() {
 	sn := l.snap.Load()
-	if len(sn.bases) == 0 {
-		return
-	}
-	if last := sn.bases[len(sn.bases)-1]; last.damaged.Load() != nil {
-		l.repairLocated(sn, last)
+	for _, e := range sn.bases {
+		if e.damaged.Load() != nil {
+			l.repairLocated(sn, e)
+		}
 	}
 }
 

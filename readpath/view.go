@@ -38,6 +38,8 @@ type Framing struct {
 	// the first batch hands on only its records from there.
 	FirstBase, FirstLast int64
 	FirstRecords         int32
+	// LastOffset is the last batch's last offset.
+	LastOffset int64
 }
 
 // SetFraming records what the reader that framed v learned from its batch

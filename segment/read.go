@@ -87,6 +87,7 @@ func (s *Segment) read(maxBytes int, maxPosition int64, first func(c *cursor) (i
 		fr := readpath.Framing{
 			Records:   int64(h.NumRecords()),
 			FirstBase: h.BaseOffset(), FirstLast: h.LastOffset(), FirstRecords: h.NumRecords(),
+			LastOffset: h.LastOffset(),
 		}
 		for end < limit {
 			h, err := c.sc.header(end)
@@ -98,8 +99,15 @@ func (s *Segment) read(maxBytes int, maxPosition int64, first func(c *cursor) (i
 			if next > limit || next-pos > budget {
 				break
 			}
+			if h.BaseOffset() <= fr.LastOffset {
+				// Offsets that do not ascend: a base offset (outside
+				// the CRC) is damaged, here or before. The view ends
+				// before the batch; a read from it tells.
+				break
+			}
 			end = next
 			fr.Records += int64(h.NumRecords())
+			fr.LastOffset = h.LastOffset()
 		}
 		if c.f.src == nil {
 			// Only a failed TruncateTo leaves an active segment without
