@@ -99,11 +99,17 @@ func walkHeaders(v batchHeaders, from int64) (fr readpath.Framing, n int, ok boo
 			break
 		}
 		b := record.Batch(hdr[:])
+		if ok && b.BaseOffset() <= fr.LastOffset {
+			// Offsets that do not ascend end a segment's view (see
+			// segment.read): so does the walk.
+			break
+		}
 		if !ok {
 			fr = readpath.Framing{FirstBase: b.BaseOffset(), FirstLast: b.LastOffset(), FirstRecords: b.NumRecords()}
 			ok = true
 		}
 		fr.Records += int64(b.NumRecords())
+		fr.LastOffset = b.LastOffset()
 		switch {
 		case b.LastOffset() < from:
 		case b.BaseOffset() >= from:
