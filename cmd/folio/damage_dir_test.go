@@ -440,6 +440,37 @@ func TestDamagedDataDirectory(t *testing.T) {
 		seed = uint64(time.Now().UnixNano())
 	}
 	t.Logf("seed %d (replay with -seed=%d)", seed, seed)
+	n := *damageCases
+	if n == 0 && testing.Short() {
+		n = 12
+	} else if n == 0 {
+		n = 40
+	}
+	cases := drawDamageCases(seed, n)
+	bases := map[bool]*dmgBase{}
+	for _, c := range cases {
+		if bases[c.clean] == nil {
+			bases[c.clean] = buildDamageBase(t, c.clean)
+		}
+	}
+	for _, c := range cases {
+		t.Run(c.String(), func(t *testing.T) {
+			runDamageCase(t, bases[c.clean], c.dmgCase, rand.New(rand.NewPCG(c.seed, 1)))
+		})
+	}
+}
+
+// dmgDrawn is a drawn case and the seed of its own draws (the file, the
+// byte, the position).
+type dmgDrawn struct {
+	dmgCase
+	seed uint64
+}
+
+// drawDamageCases draws n cases (every case when n is negative or larger
+// than their number) from seed, in the order TestDamagedDataDirectory runs
+// them.
+func drawDamageCases(seed uint64, n int) []dmgDrawn {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	var all []dmgCase
 	for _, clean := range []bool{true, false} {
@@ -452,28 +483,51 @@ func TestDamagedDataDirectory(t *testing.T) {
 			}
 		}
 	}
-	n := *damageCases
-	switch {
-	case n < 0 || n > len(all):
+	if n < 0 || n > len(all) {
 		n = len(all)
-	case n == 0 && testing.Short():
-		n = 12
-	case n == 0:
-		n = 40
 	}
 	rng.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
 	cases := all[:n]
 	sort.Slice(cases, func(i, j int) bool { return cases[i].String() < cases[j].String() })
-	bases := map[bool]*dmgBase{}
-	for _, c := range cases {
-		if bases[c.clean] == nil {
-			bases[c.clean] = buildDamageBase(t, c.clean)
-		}
+	drawn := make([]dmgDrawn, len(cases))
+	for i, c := range cases {
+		drawn[i] = dmgDrawn{c, rng.Uint64()}
 	}
-	for _, c := range cases {
-		caseSeed := rng.Uint64()
-		t.Run(c.String(), func(t *testing.T) {
-			runDamageCase(t, bases[c.clean], c, rand.New(rand.NewPCG(caseSeed, 1)))
+	return drawn
+}
+
+// dmgReplays are single cases of random draws (-damage.random with
+// -damage.cases=-1) that found a defect, replayed by
+// TestDamagedDataDirectoryReplays at the cost of one case each. The
+// draw's damage depends only on the seed and the generated directory's
+// layout; when the layout changes the replay damages another byte, and
+// the defect's own regression test (named in why) still holds it.
+var dmgReplays = []struct {
+	seed uint64
+	name string // dmgCase.String()
+	why  string
+}{
+	{1796310275317968401, "unclean/active.log/flip", "flip of the leader epoch's high byte of the last batch: the intact batch is kept, the next record goes after it"},
+}
+
+// TestDamagedDataDirectoryReplays replays the cases of dmgReplays, each
+// from every case of its seed's draw.
+func TestDamagedDataDirectoryReplays(t *testing.T) {
+	bases := map[bool]*dmgBase{}
+	for _, r := range dmgReplays {
+		t.Run(fmt.Sprintf("%d/%s", r.seed, r.name), func(t *testing.T) {
+			for _, c := range drawDamageCases(r.seed, -1) {
+				if c.String() != r.name {
+					continue
+				}
+				if bases[c.clean] == nil {
+					bases[c.clean] = buildDamageBase(t, c.clean)
+				}
+				t.Logf("replay of seed %d: %s", r.seed, r.why)
+				runDamageCase(t, bases[c.clean], c.dmgCase, rand.New(rand.NewPCG(c.seed, 1)))
+				return
+			}
+			t.Fatalf("no case %s", r.name)
 		})
 	}
 }
@@ -608,14 +662,21 @@ func runDamageCase(t *testing.T, base *dmgBase, c dmgCase, rng *rand.Rand) {
 		what = fmt.Sprintf("flip byte %d of %d of %s", pos, len(data), rel)
 		data[pos] ^= byte(1 + rng.IntN(255))
 		must(t, os.WriteFile(path, data, 0o644))
-		costFrom(int64(pos), false)
 		for _, b := range batches {
 			if off := int64(pos) - b.pos; off >= 12 && off < 16 {
 				// The partition leader epoch: outside every checksum by
 				// the format's design (Kafka's too), read by nothing
-				// but fetching clients. Nothing can tell it is damaged.
+				// but fetching clients. Nothing can tell it is damaged,
+				// and nothing needs to: the batch's offsets, framing and
+				// records are intact, so it costs no record and the end
+				// stays where it was (an unclean open that took the
+				// flipped last batch as a lost tail would put the next
+				// record over one it still reads).
 				epochFlip = true
 			}
+		}
+		if !epochFlip {
+			costFrom(int64(pos), false)
 		}
 	case c.damage == "delete":
 		what = "delete " + rel
