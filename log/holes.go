@@ -149,7 +149,11 @@ func (l *Log) fillHole(from, to, ts int64) error {
 func (l *Log) checkTail(entries []*segEntry, rp int64) ([]*segEntry, error) {
 	for len(entries) >= 2 {
 		last := entries[len(entries)-1]
-		if err := l.loadLast(last, nil); err != nil {
+		end := int64(-1)
+		if rp > 0 {
+			end = rp
+		}
+		if err := l.loadLast(last, nil, end); err != nil {
 			return nil, err
 		}
 		next, err := last.seg.NextOffset()
@@ -532,7 +536,10 @@ type salvaged struct {
 // was written), and the batches are copied, durably, into a segment of
 // their own at the first one's base, which the log adopts after the cut
 // (adoptSalvaged), the damaged range becoming a reported, filled hole. The
-// batches after the damage are found where the damaged batch's own header
+// batches after the damage are found as a read finds them (resumeAfter:
+// the first byte position after the damage starting a valid batch whose
+// chain reaches the end of the file or the next indexed batch), else,
+// when a torn tail breaks that chain, where the damaged batch's own header
 // says it ends, or else at the first later entry of the segment's offset
 // index whose batch is whole and valid; from there every whole, valid batch
 // up to the first one that is not (a torn tail behind them is cut) is kept.
@@ -571,10 +578,23 @@ func (l *Log) salvageTail(base int64, r io.ReaderAt, size, pos int64) (*salvaged
 			at += int64(len(b))
 		}
 	}
-	var hdr [record.HeaderSize]byte
-	if _, err := r.ReadAt(hdr[:], pos); err == nil {
-		if n, err := record.CheckHeader(hdr[:]); err == nil && pos+int64(n) < size {
-			collect(pos + int64(n))
+	// First as a read passes over damage (resumeAfter): the first valid
+	// batch after pos from which the chain of valid batches reaches the
+	// end of the file (or the next indexed batch), tried byte by byte, so
+	// that neither a damaged length nor a segment without index entries
+	// hides the batches after the damage, and none is passed over.
+	if at, _, ok := l.resumeAfter(r, size, base, pos, prefixNext(r, base, pos)); ok && at < size {
+		collect(at)
+	}
+	// Else (a torn tail behind the batches after the damage breaks the
+	// chain to the end) where the damaged batch's own header says it
+	// ends, or the first later index entry whose batch is valid.
+	if len(batches) == 0 {
+		var hdr [record.HeaderSize]byte
+		if _, err := r.ReadAt(hdr[:], pos); err == nil {
+			if n, err := record.CheckHeader(hdr[:]); err == nil && pos+int64(n) < size {
+				collect(pos + int64(n))
+			}
 		}
 	}
 	if len(batches) == 0 {
@@ -616,6 +636,25 @@ func (l *Log) salvageTail(base int64, r io.ReaderAt, size, pos int64) (*salvaged
 		return nil, fmt.Errorf("log: save the batches after damage in %s: %w", segment.LogPath(l.dir, base), err)
 	}
 	return &salvaged{base: at, next: batches[len(batches)-1].LastOffset() + 1, batches: len(batches), damagePos: pos, from: segment.LogPath(l.dir, base)}, nil
+}
+
+// prefixNext returns the offset after the last batch of the valid prefix
+// [0, pos) of the .log r of the segment at base (recovery checked it).
+func prefixNext(r io.ReaderAt, base, pos int64) int64 {
+	next := base
+	var hdr [record.HeaderSize]byte
+	for at := int64(0); at+record.HeaderSize <= pos; {
+		if _, err := r.ReadAt(hdr[:], at); err != nil {
+			break
+		}
+		n, err := record.CheckHeader(hdr[:])
+		if err != nil {
+			break
+		}
+		next = record.Batch(hdr[:]).LastOffset() + 1
+		at += int64(n)
+	}
+	return next
 }
 
 // adoptSalvaged puts the segment salvageTail saved after the last one,

@@ -256,7 +256,11 @@ func (l *Log) load(st State) error {
 		}
 	}
 	last := entries[len(entries)-1]
-	if err := l.loadLast(last, recovered); err != nil {
+	cleanEnd := int64(-1)
+	if st.Clean && st.RecoveryPoint > 0 {
+		cleanEnd = st.RecoveryPoint
+	}
+	if err := l.loadLast(last, recovered, cleanEnd); err != nil {
 		return err
 	}
 	next, err := last.seg.NextOffset()
@@ -679,8 +683,13 @@ func (l *Log) removeFrom(rest []*segEntry) error {
 // made appendable (Activate) by the first write, after BeforeFirstWrite, so
 // that a clean open followed by reads alone changes nothing on disk. A clean
 // open trusts the segment; if it is nonetheless found corrupt, it is
-// recovered rather than refused.
-func (l *Log) loadLast(last *segEntry, recovered map[*segEntry]bool) error {
+// recovered rather than refused. end is the log end a clean shutdown
+// checkpointed (-1 when there is none): a batch claiming offsets from it
+// on is damage there (its base offset, outside the CRC, was flipped), so
+// the recovery passes over that batch alone and keeps the valid batches
+// after it, where taking it as valid made every later batch look out of
+// order and cost them all.
+func (l *Log) loadLast(last *segEntry, recovered map[*segEntry]bool, end int64) error {
 	_, err := last.seg.NextOffset()
 	if err == nil {
 		return nil
@@ -697,7 +706,7 @@ func (l *Log) loadLast(last *segEntry, recovered map[*segEntry]bool) error {
 	// cut, as recovery cuts a torn tail.
 	var fills []filledRange
 	res, rerr := last.seg.RecoverRewrite(func(r io.ReaderAt, size int64, w io.Writer) (bool, error) {
-		return l.passOverDamage(last.base, -1, -1, r, size, w, &fills)
+		return l.passOverDamage(last.base, -1, end, r, size, w, &fills)
 	}, false)
 	if rerr != nil {
 		return fmt.Errorf("log: recover the last segment: %w", errors.Join(err, rerr))

@@ -80,6 +80,8 @@ func (l *Log) passOverDamage(base, fillTo, bound int64, r io.ReaderAt, size int6
 			why = fmt.Errorf("base offset %d does not follow %d", h.BaseOffset(), next-1)
 		} else if bound > base && h.LastOffset() >= bound {
 			why = pastBound(h, bound)
+		} else if beyondSegment(h, base) {
+			why = fmt.Errorf("offsets %d to %d lie beyond 2^31-1 above the segment's base %d (a damaged base offset)", h.BaseOffset(), h.LastOffset(), base)
 		} else if b, ok := batchAt(r, pos, size); !ok {
 			if b != nil {
 				why = b.Validate()
@@ -131,6 +133,16 @@ func (l *Log) passOverDamage(base, fillTo, bound int64, r io.ReaderAt, size int6
 	}
 	*fills = got
 	return true, nil
+}
+
+// beyondSegment reports whether the batch h claims offsets no segment at
+// base holds: more than 2^31-1 above the base (a roll comes first: the
+// indexes store offsets as 4 bytes relative to the base), the rule the
+// segment's own scans apply (segment.checkBatch). Only a damaged base
+// offset, which the CRC does not cover, makes one.
+func beyondSegment(h record.Batch, base int64) bool {
+	d := int64(h.LastOffsetDelta())
+	return h.BaseOffset() > math.MaxInt64-d || h.BaseOffset()+d-base > math.MaxInt32
 }
 
 // checkFilled handles a read of e at offset that returned v when e has
