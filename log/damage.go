@@ -168,6 +168,9 @@ func (l *Log) walkDamage(e *segEntry, offset, maxPos, after int64) (damageWalk, 
 					return damageWalk{}, err
 				}
 				if why = b.Validate(); why == nil {
+					why = outOfPlace(f, limit, pos, b, next, after)
+				}
+				if why == nil {
 					if hold < 0 && b.LastOffset() >= offset {
 						hold = pos
 					}

@@ -89,7 +89,7 @@ func (l *Log) passOverDamage(base, fillTo, bound int64, r io.ReaderAt, size int6
 			if why == nil {
 				why = errors.New("the batch cannot be read whole")
 			}
-		} else {
+		} else if why = outOfPlace(r, size, pos, b, next, fillTo); why == nil {
 			next, maxTs = b.LastOffset()+1, max(maxTs, b.MaxTimestamp())
 			pos += int64(n)
 			continue
@@ -143,6 +143,57 @@ func (l *Log) passOverDamage(base, fillTo, bound int64, r io.ReaderAt, size int6
 func beyondSegment(h record.Batch, base int64) bool {
 	d := int64(h.LastOffsetDelta())
 	return h.BaseOffset() > math.MaxInt64-d || h.BaseOffset()+d-base > math.MaxInt32
+}
+
+// outOfPlace returns why the valid batch h at pos of the .log r (size
+// bytes), following offset next-1, is damaged by what follows it, or nil.
+// It looks only when h does not start at next (a gap before it, which
+// compaction leaves, and a flipped base offset, outside the CRC, too), and
+// only when the batch after it (or, for the file's last batch, the next
+// segment, based at nextSeg; <= next when unknown) lies inside h's offsets
+// though not before next: then either h or that batch is damaged, and h is
+// when h moved back to next would end exactly before it
+// (segment.Misplaced), when the next segment lies inside h's offsets as
+// well, or when the valid batches after h chain, in ascending order, to
+// the end of the file and below the next segment. Taking h as valid would
+// cost every one of them, as damaged too, where one damaged base offset
+// explains them all.
+func outOfPlace(r io.ReaderAt, size, pos int64, h record.Batch, next, nextSeg int64) error {
+	if h.BaseOffset() == next {
+		return nil
+	}
+	after, end := int64(-1), pos+int64(h.Size())
+	if end+record.HeaderSize <= size {
+		var nb [record.HeaderSize]byte
+		if _, err := r.ReadAt(nb[:], end); err == nil || errors.Is(err, io.EOF) {
+			if _, err := record.CheckHeader(nb[:]); err == nil {
+				after = record.Batch(nb[:]).BaseOffset()
+			}
+		}
+	} else if end == size && nextSeg > next {
+		after = nextSeg
+	}
+	if after < next || after > h.LastOffset() {
+		return nil // no conflict (or nothing known after h)
+	}
+	if why := segment.Misplaced(next-1, h, after); why != nil {
+		return why
+	}
+	if nextSeg > next && h.LastOffset() >= nextSeg {
+		return pastBound(h, nextSeg)
+	}
+	if end < size && size-end <= maxResumeScan {
+		stop := int64(-1)
+		if nextSeg > next {
+			stop = nextSeg
+		}
+		region := make([]byte, size-end)
+		if _, err := r.ReadAt(region, end); (err == nil || errors.Is(err, io.EOF)) && chainsTo(region, stop) {
+			return fmt.Errorf("base offset %d is damaged: the valid batches after it, from offset %d on, chain to the end of the segment inside the offsets %d to %d it claims",
+				h.BaseOffset(), after, h.BaseOffset(), h.LastOffset())
+		}
+	}
+	return nil
 }
 
 // checkFilled handles a read of e at offset that returned v when e has

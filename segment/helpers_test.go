@@ -319,6 +319,19 @@ func refValidPrefix(data []byte, segBase int64) []refBatch {
 		if crc32.Checksum(data[pos+21:pos+total], refCastagnoli) != uint32(rb.CRC) {
 			return out
 		}
+		if np := pos + total; rb.FirstOffset != prevLast+1 && int64(len(data))-np >= 61 {
+			// A gap before the batch, and a framed header after it that
+			// lies inside its offsets, where the batch moved back right
+			// after prevLast would end just before it: the batch's base
+			// offset is the damaged one (Misplaced).
+			nh := data[np:]
+			next := int64(binary.BigEndian.Uint64(nh))
+			nlen, ndelta, ncount := int32(binary.BigEndian.Uint32(nh[8:])), int32(binary.BigEndian.Uint32(nh[23:])), int32(binary.BigEndian.Uint32(nh[57:]))
+			if nh[16] == 2 && nlen >= 49 && ndelta >= 0 && ncount >= 0 &&
+				next > prevLast && next <= last && next == prevLast+1+int64(rb.LastOffsetDelta)+1 {
+				return out
+			}
+		}
 		out = append(out, refBatch{pos: pos, size: total, base: rb.FirstOffset, last: last, maxTs: rb.MaxTimestamp, records: rb.NumRecords, epoc: rb.PartitionLeaderEpoch})
 		prevLast = last
 		pos += total

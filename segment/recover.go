@@ -334,6 +334,19 @@ func (s *Segment) checkBatch(q *seqReader, pos, prevLast int64, hdr []byte) (siz
 	if want := h.CRC(); crc != want {
 		return size, fmt.Errorf("%w at offset %d: crc %08x, computed %08x", record.ErrCorrupt, base, want, crc), nil
 	}
+	if base != prevLast+1 && pos+int64(size)+record.HeaderSize <= q.size {
+		// A gap before the batch (compaction leaves them; a flipped base
+		// offset too): the batch after it tells which.
+		nb, err := q.bytes(pos+int64(size), record.HeaderSize)
+		if err != nil {
+			return 0, nil, err
+		}
+		if _, err := record.CheckHeader(nb); err == nil {
+			if cause := Misplaced(prevLast, h, record.Batch(nb).BaseOffset()); cause != nil {
+				return size, cause, nil
+			}
+		}
+	}
 	return size, nil, nil
 }
 

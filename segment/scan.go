@@ -146,3 +146,24 @@ func (sc *scanner) walk(from int64, fn func(pos int64, h record.Batch) bool) (in
 	}
 	return pos, nil
 }
+
+// Misplaced returns why the batch h, which follows offset prevLast in its
+// segment, is out of place by the evidence of what follows it, or nil:
+// next is the base offset of the batch after it in the segment (or of the
+// next segment, when h is its segment's last batch; < 0 when unknown). It
+// is when h does not start right after prevLast, next lies inside h's
+// offsets (so h and what follows it conflict), and h's offsets, moved to
+// start right after prevLast, end exactly before next. The base offset is
+// outside the CRC, so a flipped byte there leaves h valid but moved; the
+// chain that h restores by moving back is the evidence that h, not the
+// batch after it, is damaged. Without it (a gap that compaction left
+// before h as well) nothing tells which of the two was damaged, and the
+// later one is taken as damaged.
+func Misplaced(prevLast int64, h record.Batch, next int64) error {
+	if h.BaseOffset() == prevLast+1 || next <= prevLast || next > h.LastOffset() ||
+		next-prevLast-1 != int64(h.LastOffsetDelta())+1 {
+		return nil
+	}
+	return fmt.Errorf("base offset %d is damaged: the batch's %d offsets fit exactly between offset %d and the next batch at %d, which lies inside the offsets %d to %d it claims",
+		h.BaseOffset(), int64(h.LastOffsetDelta())+1, prevLast, next, h.BaseOffset(), h.LastOffset())
+}
