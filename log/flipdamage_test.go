@@ -114,6 +114,12 @@ func TestSealedBaseOffsetFlipCostsOneBatch(t *testing.T) {
 			{"past the next segment", false, 4, 7, 0x20},
 			{"inside the segment after a gap", true, 4, 7, 0x20},
 			{"past the next segment after a gap", true, 4, 7, 0x40},
+			// The last batch (k < 0): a clean open's chain check took
+			// the next segment for a stray inside this one and set it
+			// aside (damage table seeds 101 and 102 with the flip forced
+			// onto the last batch's base offset, clean/sealed.log/flip).
+			{"last batch past the next segment", false, -1, 6, 0x01},
+			{"last batch past the next segment after a gap", true, -1, 6, 0x01},
 		} {
 			t.Run(fmt.Sprintf("clean %v/%s", clean, c.name), func(t *testing.T) {
 				dir := t.TempDir()
@@ -166,13 +172,17 @@ func TestSealedBaseOffsetFlipCostsOneBatch(t *testing.T) {
 						}
 					}
 				}
-				data[pos[c.k]+int64(c.at)] ^= c.xor
+				k := c.k
+				if k < 0 {
+					k = len(pos) - 1
+				}
+				data[pos[k]+int64(c.at)] ^= c.xor
 				if err := os.WriteFile(path, data, 0o644); err != nil {
 					t.Fatal(err)
 				}
 				var expect []rec
 				for _, w := range want {
-					if !gone[w.offset] && (w.offset < base[c.k] || w.offset > last[c.k]) {
+					if !gone[w.offset] && (w.offset < base[k] || w.offset > last[k]) {
 						expect = append(expect, w)
 					}
 				}

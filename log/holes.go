@@ -430,11 +430,13 @@ func (l *Log) checkChain(entries []*segEntry) ([]*segEntry, error) {
 		}
 		switch {
 		case e.base == prevEnd.next:
-		case e.base < prevEnd.next && l.validEnd(prev.base) <= e.base:
+		case e.base < prevEnd.next && l.validEnd(prev.base, e.base) <= e.base:
 			// prev's end came from a batch header that its CRC does not
-			// vouch for (a flipped last-offset field): prev is damaged,
-			// not e a stray inside it. Keep e; the read path reports
-			// prev's damaged range and passes over it to e.
+			// vouch for (a flipped last-offset field), or from a last
+			// batch whose base offset, outside the CRC, moved it past e
+			// (out of place: see outOfPlace): prev is damaged, not e a
+			// stray inside it. Keep e; the read path reports prev's
+			// damaged range and passes over it to e.
 		case e.base < prevEnd.next:
 			if err := l.setAside(e, fmt.Sprintf("base offset %d lies inside the previous segment, which ends at %d", e.base, prevEnd.next)); err != nil {
 				return nil, err
@@ -693,15 +695,22 @@ func (l *Log) adoptSalvaged(s *salvaged, damaged *segEntry, kept bool, prevNext,
 // validEnd returns the offset after the last batch of the chain of valid
 // batches (framing and CRC) from the start of segment base's .log: where
 // the segment really ends when the end its last header claims may be
-// forged. It reads the whole file, batch by batch, and is used only when
-// the chain of segments looks overlapped, which a healthy log never is.
-// On any error it returns math.MaxInt64 (no evidence against the header).
-func (l *Log) validEnd(base int64) int64 {
+// forged. A batch out of place (outOfPlace, with nextSeg the base of the
+// segment after it) ends the chain too: its base offset, outside the CRC,
+// was damaged. It reads the whole file, batch by batch, and is used only
+// when the chain of segments looks overlapped, which a healthy log never
+// is. On any error it returns math.MaxInt64 (no evidence against the
+// header).
+func (l *Log) validEnd(base, nextSeg int64) int64 {
 	f, err := l.fs.OpenFile(segment.LogPath(l.dir, base), os.O_RDONLY, 0)
 	if err != nil {
 		return math.MaxInt64
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return math.MaxInt64
+	}
 	next := base
 	var hdr [record.HeaderSize]byte
 	var buf []byte
@@ -717,7 +726,8 @@ func (l *Log) validEnd(base int64) int64 {
 			buf = make([]byte, n)
 		}
 		b := record.Batch(buf[:n])
-		if _, err := f.ReadAt(b, pos); err != nil || b.Validate() != nil || b.BaseOffset() < next {
+		if _, err := f.ReadAt(b, pos); err != nil || b.Validate() != nil || b.BaseOffset() < next ||
+			outOfPlace(f, fi.Size(), pos, b, next, nextSeg) != nil {
 			return next
 		}
 		next = b.LastOffset() + 1
