@@ -561,8 +561,11 @@ func (l *Log) recover(entries []*segEntry, rp int64) (map[*segEntry]bool, error)
 				// valid batches resumes is passed over (an empty batch
 				// in its place, as a read's repair does), and a damaged
 				// tail is filled up to the next segment, so that the
-				// valid batches after damage stay.
-				results[i], scanErrs[i] = e.seg.RecoverRewrite(func(r io.ReaderAt, size int64, w io.Writer) (bool, error) {
+				// valid batches after damage stay. The walk runs only
+				// where the recovery's scan met damage (it finds none
+				// the scan does not: no bound is set), so a valid
+				// segment is read once.
+				results[i], scanErrs[i] = e.seg.RecoverRewriteDamaged(func(r io.ReaderAt, size int64, w io.Writer) (bool, error) {
 					return l.passOverDamage(e.base, scan[i+1].base, -1, r, size, w, &fills[i])
 				}, true)
 				return
