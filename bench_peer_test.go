@@ -1,10 +1,12 @@
 package folio
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -217,15 +219,16 @@ func BenchmarkPeerSequential(b *testing.B) {
 	}
 }
 
-// BenchmarkPeerPointReadPread is the floor BenchmarkPeerPointRead is held
-// to, peerbench's raw adapter: the same records in a plain file behind a
-// 4-byte length each, an offset index in memory, one pread per read.
-func BenchmarkPeerPointReadPread(b *testing.B) {
+// peerRawFile writes peerRecs records the way peerbench's raw adapter
+// does: a plain file, each record behind a 4-byte length, with the offset
+// index kept in memory (idx[n] is record n's position, idx[peerRecs()]
+// the file's end).
+func peerRawFile(b *testing.B) (*os.File, []int64) {
 	f, err := os.Create(filepath.Join(b.TempDir(), "raw"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer f.Close()
+	b.Cleanup(func() { f.Close() })
 	idx := make([]int64, peerRecs()+1)
 	buf := make([]byte, 0, peerBatch*(4+peerSize))
 	val := make([]byte, peerSize)
@@ -243,6 +246,14 @@ func BenchmarkPeerPointReadPread(b *testing.B) {
 		}
 	}
 	idx[peerRecs()] = pos
+	return f, idx
+}
+
+// BenchmarkPeerPointReadPread is the floor BenchmarkPeerPointRead is held
+// to, peerbench's raw adapter: the same records in a plain file behind a
+// 4-byte length each, an offset index in memory, one pread per read.
+func BenchmarkPeerPointReadPread(b *testing.B) {
+	f, idx := peerRawFile(b)
 	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0))
 	rbuf := make([]byte, 4+peerSize)
 	b.ReportAllocs()
@@ -258,6 +269,45 @@ func BenchmarkPeerPointReadPread(b *testing.B) {
 		if binary.LittleEndian.Uint64(r[4:]) != uint64(off) {
 			b.Fatalf("read at %d: wrong record", off)
 		}
+	}
+}
+
+// BenchmarkPeerSequentialPread is the floor BenchmarkPeerSequential and
+// BenchmarkPeerSequentialLog are held to, peerbench's raw adapter reading
+// W3: the same records in a plain file behind a 4-byte length each, read
+// through 1 MiB buffered preads and handed out from the buffer without a
+// copy, with no checksum. The same check of bytes 0-7.
+func BenchmarkPeerSequentialPread(b *testing.B) {
+	f, idx := peerRawFile(b)
+	end := idx[peerRecs()]
+	br := bufio.NewReaderSize(nil, 1<<20)
+	b.SetBytes(peerSize)
+	b.ReportAllocs()
+	b.ResetTimer()
+	u := startUsage()
+	defer func() { u.report(b, b.N) }()
+	next := int64(peerRecs())
+	for range b.N {
+		if next == int64(peerRecs()) {
+			next = 0
+			br.Reset(io.NewSectionReader(f, 0, end))
+		}
+		hdr, err := br.Peek(4)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := 4 + int(binary.BigEndian.Uint32(hdr))
+		r, err := br.Peek(n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if binary.LittleEndian.Uint64(r[4:]) != uint64(next) {
+			b.Fatalf("record %d: wrong record", next)
+		}
+		if _, err := br.Discard(n); err != nil {
+			b.Fatal(err)
+		}
+		next++
 	}
 }
 

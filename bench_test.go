@@ -63,6 +63,29 @@ func benchProduceAsync(b *testing.B, flush FlushPolicy) {
 	b.ReportMetric(float64(br.Stats().ProduceBlocked), "blocked")
 }
 
+// BenchmarkProduce: one goroutine produces b.N records of 100-byte values
+// with Produce, one at a time (each waits for its acknowledgement, as
+// peerbench's W6 producer does), to a one-partition FlushNone topic: the
+// cost of the synchronous path, allocations included.
+func BenchmarkProduce(b *testing.B) {
+	br := openT(b, b.TempDir(), &Options{CheckpointInterval: -1})
+	createTopicT(b, br, "bench", TopicConfig{Partitions: 1, Flush: FlushNone})
+	p := producerT(b, br, &ProducerOptions{Linger: benchLinger})
+	rec := Record{Topic: "bench", Value: make([]byte, 100)}
+	ctx := context.Background()
+	b.SetBytes(int64(len(rec.Value)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	u := startUsage()
+	for range b.N {
+		if _, _, err := p.Produce(ctx, &rec); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	u.report(b, b.N)
+}
+
 // BenchmarkEndToEndLatency: records produced at latencyRate (20,000/s) by
 // a paced goroutine with ProduceAsync and Linger 0 to a one-partition
 // topic, read by a consumer waiting in Poll. A record's latency is from its

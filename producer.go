@@ -199,31 +199,51 @@ func (p *Producer) ProducerID() (id int64, epoch int16) { return p.pid, p.epoch 
 // reading the partition). rec may be reused once Produce returns.
 func (p *Producer) Produce(ctx context.Context, rec *Record) (partition int32, offset int64, err error) {
 	// The producer works on a copy, so that after an unknown outcome it
-	// never writes to rec behind the caller's back.
-	own := *rec
-	done := make(chan error, 1)
+	// never writes to rec behind the caller's back. The copy, its channel
+	// and callback come from a pool (a Produce per record would otherwise
+	// allocate them per record), and go back only once the callback has
+	// run: after an unknown outcome they are left to the collector.
+	w := syncProduces.Get().(*syncProduce)
+	w.rec = *rec
 	settled := func(err error) (int32, int64, error) {
+		part, off := w.rec.Partition, w.rec.Offset
+		w.rec = Record{}
+		syncProduces.Put(w)
 		if err != nil {
 			return -1, -1, err
 		}
-		rec.Partition, rec.Offset = own.Partition, own.Offset
-		return own.Partition, own.Offset, nil
+		rec.Partition, rec.Offset = part, off
+		return part, off, nil
 	}
-	if !p.produce(ctx, &own, func(_ *Record, err error) { done <- err }) {
-		return settled(<-done)
+	if !p.produce(ctx, &w.rec, w.callback) {
+		return settled(<-w.done)
 	}
 	select {
-	case err := <-done:
+	case err := <-w.done:
 		return settled(err)
 	case <-ctx.Done():
 		select {
-		case err := <-done: // settled meanwhile: report the real outcome
+		case err := <-w.done: // settled meanwhile: report the real outcome
 			return settled(err)
 		default:
 		}
 		return -1, -1, fmt.Errorf("%w: %w", ErrUnknownOutcome, context.Cause(ctx))
 	}
 }
+
+// syncProduce is what Produce hands the producer: its own copy of the
+// record, and the callback that reports the outcome on done.
+type syncProduce struct {
+	rec      Record
+	done     chan error
+	callback func(*Record, error)
+}
+
+var syncProduces = sync.Pool{New: func() any {
+	w := &syncProduce{done: make(chan error, 1)}
+	w.callback = func(_ *Record, err error) { w.done <- err }
+	return w
+}}
 
 // ProduceAsync buffers rec and returns; callback (which may be nil) is
 // called exactly once with rec and the outcome: nil once the record is

@@ -31,8 +31,9 @@ const (
 //     2, both followers fetching over the Kafka endpoint; each append
 //     returns once the high watermark passed it.
 //
-// Each reports bytes/s and the per-batch append-to-acknowledgement
-// latency percentiles (p50-us, p99-us). The target (issue 15) is a
+// Each reports bytes/s, the process's CPU per batch (cpu-ns/op), and the
+// per-batch append-to-acknowledgement latency percentiles (p50-us,
+// p99-us). The target (issue 15) is a
 // replicated/single throughput ratio of at least 0.4 in the same run, and
 // the added p99 of acks=all over acks=1 is reported in the README.
 func BenchmarkReplicatedProduce(b *testing.B) {
@@ -82,6 +83,7 @@ func rpRun(ctx context.Context, b *testing.B, leader *rnBroker) {
 		return true
 	}
 	b.ResetTimer()
+	u := startUsage()
 	var wg sync.WaitGroup
 	for w := range rpProducers {
 		wg.Go(func() {
@@ -99,6 +101,10 @@ func rpRun(ctx context.Context, b *testing.B, leader *rnBroker) {
 	}
 	wg.Wait()
 	b.StopTimer()
+	// CPU per batch of the whole process (every broker, follower and
+	// producer): on a machine with fewer cores than the brokers keep busy,
+	// the throughput ratio is bounded by the ratio of these.
+	u.report(b, b.N)
 	if fail != nil {
 		b.Fatal(fail)
 	}

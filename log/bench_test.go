@@ -281,7 +281,7 @@ func benchDir(b *testing.B) string {
 
 // buildBenchLog writes a log of about size bytes of 100-byte records in
 // batches of 100 into dir, in segments of segBytes, and closes it.
-func buildBenchLog(b *testing.B, dir string, size, segBytes int64) State {
+func buildBenchLog(b testing.TB, dir string, size, segBytes int64) State {
 	b.Helper()
 	l, err := Open(nil, dir, &Options{SegmentBytes: segBytes, FlushPolicy: FlushNone, RetentionCheckInterval: -1}, State{})
 	if err != nil {

@@ -343,7 +343,7 @@ func (l *Log) tailNext(base int64) (next int64, ok bool) {
 }
 
 // tailReadAll is the largest .log tailNext reads whole.
-const tailReadAll = 256 << 10
+const tailReadAll = 16 << 10
 
 var tailBuffers = sync.Pool{New: func() any { b := make([]byte, tailReadAll); return &b }}
 

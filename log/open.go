@@ -565,10 +565,19 @@ func (l *Log) recover(entries []*segEntry, rp int64) (map[*segEntry]bool, error)
 				// valid batches resumes is passed over (an empty batch
 				// in its place, as a read's repair does), and a damaged
 				// tail is filled up to the next segment, so that the
-				// valid batches after damage stay.
-				results[i], scanErrs[i] = e.seg.RecoverRewrite(func(r io.ReaderAt, size int64, w io.Writer) (bool, error) {
+				// valid batches after damage stay. The walk runs only
+				// where the recovery's scan met damage, so a valid
+				// segment is read once; or where the scan's end reaches
+				// the next segment's base, which only the walk knows:
+				// a last batch whose base offset (outside the CRC) moved
+				// it there is damage the scan cannot see (outOfPlace).
+				rewrite := func(r io.ReaderAt, size int64, w io.Writer) (bool, error) {
 					return l.passOverDamage(e.base, scan[i+1].base, -1, r, size, w, &fills[i])
-				}, true)
+				}
+				results[i], scanErrs[i] = e.seg.RecoverRewriteDamaged(rewrite, true)
+				if scanErrs[i] == nil && results[i].LastOffset >= scan[i+1].base {
+					results[i], scanErrs[i] = e.seg.RecoverRewrite(rewrite, true)
+				}
 				return
 			}
 			// The last segment: a torn write is cut, but valid batches

@@ -100,8 +100,9 @@ func (p *Partition) AppendBatch(ctx context.Context, batch []byte) (AppendResult
 // appendIdempotent appends bt, which carries a producer id, under its
 // producer's sequence lock.
 func (p *Partition) appendIdempotent(ctx context.Context, bt record.Batch) (AppendResult, error) {
-	unlock := p.lockProducer(bt.ProducerID())
-	defer unlock()
+	pid := bt.ProducerID()
+	sl := p.lockProducer(pid)
+	defer p.unlockProducer(pid, sl)
 	if ctx.Err() != nil {
 		// It ended while an earlier batch of the producer held the lock:
 		// nothing is written yet.
@@ -184,8 +185,8 @@ func (p *Partition) appendProduced(ctx context.Context, pid int64, batches []rec
 		_, _, err := p.appendLog(batches...)
 		return appendedCount(batches, err), err
 	}
-	unlock := p.lockProducer(pid)
-	defer unlock()
+	sl := p.lockProducer(pid)
+	defer p.unlockProducer(pid, sl)
 	if ctx.Err() != nil {
 		return 0, context.Cause(ctx)
 	}
@@ -212,25 +213,35 @@ func (p *Partition) appendProduced(ctx context.Context, pid int64, batches []rec
 	return n, err
 }
 
-// lockProducer takes the sequence lock of producer id pid.
-func (p *Partition) lockProducer(pid int64) func() {
+// lockProducer takes the sequence lock of producer id pid; unlockProducer
+// releases it. A lock no append holds is dropped from seqLocks (producer
+// ids come and go) and kept as the spare for the next one, so that a
+// producer appending one batch at a time allocates none.
+func (p *Partition) lockProducer(pid int64) *seqLock {
 	p.seqMu.Lock()
 	l := p.seqLocks[pid]
 	if l == nil {
-		l = &seqLock{}
+		if l = p.spareSeq; l != nil {
+			p.spareSeq = nil
+		} else {
+			l = &seqLock{}
+		}
 		p.seqLocks[pid] = l
 	}
 	l.refs++
 	p.seqMu.Unlock()
 	l.mu.Lock()
-	return func() {
-		l.mu.Unlock()
-		p.seqMu.Lock()
-		if l.refs--; l.refs == 0 {
-			delete(p.seqLocks, pid)
-		}
-		p.seqMu.Unlock()
+	return l
+}
+
+func (p *Partition) unlockProducer(pid int64, l *seqLock) {
+	l.mu.Unlock()
+	p.seqMu.Lock()
+	if l.refs--; l.refs == 0 {
+		delete(p.seqLocks, pid)
+		p.spareSeq = l
 	}
+	p.seqMu.Unlock()
 }
 
 // appendedCount works out how many of batches an Append wrote: all on

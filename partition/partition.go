@@ -61,6 +61,7 @@ type Partition struct {
 	// appends) proceed, and share fsyncs, concurrently.
 	seqMu    sync.Mutex
 	seqLocks map[int64]*seqLock
+	spareSeq *seqLock // one no append holds, for the next (see lockProducer)
 
 	// followMu serialises AppendFollower and TruncateTo. Lock order:
 	// followMu, then pstateMu.

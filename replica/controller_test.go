@@ -2,10 +2,13 @@ package replica
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/foliolog/folio/errs"
 	"github.com/foliolog/folio/topic"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // TestMemSessions: a lapsed session fences its broker out of the ISRs and
@@ -104,5 +107,63 @@ func TestMemTopicUnclean(t *testing.T) {
 	es := m.EndSession(1)
 	if len(es) != 2 || es[0].Topic != "a" || es[0].Leader != -1 || es[1].Topic != "b" || es[1].Leader != 2 || !es[1].Unclean {
 		t.Fatalf("elections %+v: want a leaderless, b led by 2 uncleanly", es)
+	}
+}
+
+// TestMemFencedBrokerIneligibleForISR: once the controller tracks sessions,
+// an ISR expansion that adds a broker without a live session (ended or
+// lapsed) is refused with ErrIneligibleReplica until that broker
+// heartbeats again (KIP-841); a Mem whose brokers never heartbeat tracks no
+// sessions and admits any current incarnation.
+func TestMemFencedBrokerIneligibleForISR(t *testing.T) {
+	ctx := t.Context()
+	tp := TopicPartition{"t", 0}
+	t0 := time.Unix(1000, 0)
+	m := NewMem()
+	for id := int32(1); id <= 3; id++ {
+		m.Register(id, int64(id)*10)
+		if err := m.Heartbeat(id, int64(id)*10, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := m.Create(tp, 1, 2, 3); err != nil {
+		t.Fatal(err)
+	}
+	st, err := m.Fence(tp, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.EndSession(3)
+	grow := func(st State) ISRChange {
+		return ISRChange{Leader: st.Leader, LeaderEpoch: st.LeaderEpoch, Version: st.Version,
+			ISR: append(slices.Clone(st.ISR), Member{ID: 3, Incarnation: 30})}
+	}
+	got, err := m.AlterISR(ctx, tp, grow(st))
+	if !errors.Is(err, ErrIneligibleReplica) || got.InISR(3) {
+		t.Fatalf("adding broker 3 without a session: %+v, %v; want ErrIneligibleReplica", got, err)
+	}
+	if code := errs.Code(err); code != kerr.IneligibleReplica.Code {
+		t.Fatalf("Kafka code %d, want INELIGIBLE_REPLICA", code)
+	}
+	if err := m.Heartbeat(3, 30, t0.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = m.AlterISR(ctx, tp, grow(got)); err != nil || !got.InISR(3) {
+		t.Fatalf("adding broker 3 after its heartbeat: %+v, %v", got, err)
+	}
+
+	// No sessions tracked: eligibility is the incarnation alone.
+	m = NewMem()
+	for id := int32(1); id <= 3; id++ {
+		m.Register(id, int64(id)*10)
+	}
+	if _, err := m.Create(tp, 1, 2, 3); err != nil {
+		t.Fatal(err)
+	}
+	if st, err = m.Fence(tp, 3); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = m.AlterISR(ctx, tp, grow(st)); err != nil || !got.InISR(3) {
+		t.Fatalf("adding broker 3 where no sessions are tracked: %+v, %v", got, err)
 	}
 }

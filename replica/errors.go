@@ -46,6 +46,12 @@ var (
 	// since, possibly without its unsynced tail (KIP-903).
 	ErrStaleIncarnation = errs.New("replica: stale replica incarnation", kerr.StaleBrokerEpoch)
 
+	// ErrIneligibleReplica refuses an ISR expansion naming a broker that
+	// has no live session with the controller (its session ended or
+	// lapsed: fenced, as after a pause or before a controlled shutdown's
+	// end): it may not rejoin until it heartbeats again (KIP-841).
+	ErrIneligibleReplica = errs.New("replica: ineligible replica", kerr.IneligibleReplica)
+
 	// ErrNotReplica refuses a fetch from a broker that is not one of the
 	// partition's replicas.
 	ErrNotReplica = errs.New("replica: not a replica of the partition", kerr.ReplicaNotAvailable)

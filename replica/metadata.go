@@ -80,8 +80,10 @@ type Metadata interface {
 	// ch.Leader in ch.LeaderEpoch (else ErrStaleVersion, or ErrNotLeader
 	// when the leader or its epoch changed), and every replica the change
 	// adds is named by its current incarnation (else
-	// ErrStaleIncarnation). The leader must stay in the ISR. It returns
-	// the new state, or on a refusal the current one.
+	// ErrStaleIncarnation) and, where the controller tracks sessions, has
+	// a live one (else ErrIneligibleReplica: a fenced broker rejoins only
+	// once it heartbeats again, KIP-841). The leader must stay in the
+	// ISR. It returns the new state, or on a refusal the current one.
 	AlterISR(ctx context.Context, tp TopicPartition, ch ISRChange) (State, error)
 }
 
@@ -177,9 +179,17 @@ func (m *Mem) AlterISR(_ context.Context, tp TopicPartition, ch ISRChange) (Stat
 		if !slices.Contains(s.Replicas, x.ID) {
 			return s.Clone(), fmt.Errorf("replica: %s: %d is not a replica", tp, x.ID)
 		}
-		if !s.InISR(x.ID) && m.incarnations[x.ID] != x.Incarnation {
+		if s.InISR(x.ID) {
+			continue
+		}
+		if m.incarnations[x.ID] != x.Incarnation {
 			return s.Clone(), fmt.Errorf("%w: %s: replica %d incarnation %d, now %d",
 				ErrStaleIncarnation, tp, x.ID, x.Incarnation, m.incarnations[x.ID])
+		}
+		if _, live := m.sessions[x.ID]; m.sessions != nil && !live {
+			// Fenced (KIP-841): its session ended or lapsed. It rejoins
+			// once it heartbeats again.
+			return s.Clone(), fmt.Errorf("%w: %s: replica %d has no live session", ErrIneligibleReplica, tp, x.ID)
 		}
 	}
 	s.ISR = slices.Clone(ch.ISR)

@@ -34,7 +34,18 @@ const baseDigits = 20
 // 20 zero-padded digits followed by suffix, e.g. FileName(368769, LogSuffix)
 // is "00000000000000368769.log".
 func FileName(base int64, suffix string) string {
-	return fmt.Sprintf("%0*d%s", baseDigits, base, suffix)
+	if base < 0 {
+		return fmt.Sprintf("%0*d%s", baseDigits, base, suffix)
+	}
+	// Without fmt: a clean open names two files of every segment.
+	var digits [baseDigits]byte
+	d := strconv.AppendInt(digits[:0], base, 10)
+	b := make([]byte, baseDigits, baseDigits+len(suffix))
+	for i := range baseDigits - len(d) {
+		b[i] = '0'
+	}
+	copy(b[baseDigits-len(d):], d)
+	return string(append(b, suffix...))
 }
 
 // LogPath returns the path of the .log file in dir of the segment at base.

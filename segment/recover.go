@@ -13,6 +13,7 @@ import (
 	"github.com/foliolog/folio/errs"
 	"github.com/foliolog/folio/index"
 	"github.com/foliolog/folio/record"
+	"github.com/foliolog/folio/vfs"
 )
 
 // RecoverResult reports what Recover found.
@@ -56,7 +57,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // an unclean shutdown. A sealed segment stays sealed (its indexes are
 // sealed with the final time entry); an active one stays active and may
 // append again: Recover also clears a fail-stop (ErrFailed) state.
-func (s *Segment) Recover() (RecoverResult, error) { return s.recover(false, nil, nil) }
+func (s *Segment) Recover() (RecoverResult, error) { return s.recover(false, nil, nil, false) }
 
 // RecoverDeferIndexSync is Recover, except that an index file found
 // holding exactly the entries the scan plans (the usual case after a
@@ -65,7 +66,9 @@ func (s *Segment) Recover() (RecoverResult, error) { return s.recover(false, nil
 // a rewritten index is fsynced too. It lets a log recover many segments
 // with one fsync each and make their indexes durable afterwards, before
 // its recovery point passes them.
-func (s *Segment) RecoverDeferIndexSync() (RecoverResult, error) { return s.recover(true, nil, nil) }
+func (s *Segment) RecoverDeferIndexSync() (RecoverResult, error) {
+	return s.recover(true, nil, nil, false)
+}
 
 // Salvage is called by RecoverSalvage with the .log's contents before the
 // cut: the file, its size, and pos, where the valid prefix ends. It may
@@ -77,7 +80,7 @@ type Salvage func(r io.ReaderAt, size, pos int64) error
 // damage it first calls salvage, so that valid batches after the damage
 // can be kept (in another segment) before the cut removes them.
 func (s *Segment) RecoverSalvage(salvage Salvage) (RecoverResult, error) {
-	return s.recover(true, salvage, nil)
+	return s.recover(true, salvage, nil, false)
 }
 
 // Rewrite is called by RecoverRewrite with the .log's contents (the file
@@ -102,10 +105,20 @@ type Rewrite func(r io.ReaderAt, size int64, w io.Writer) (bool, error)
 // left unsynced and named in RecoverResult.UnsyncedIndexes, as by
 // RecoverDeferIndexSync.
 func (s *Segment) RecoverRewrite(rewrite Rewrite, deferIndexSync bool) (RecoverResult, error) {
-	return s.recover(deferIndexSync, nil, rewrite)
+	return s.recover(deferIndexSync, nil, rewrite, false)
 }
 
-func (s *Segment) recover(deferIndexSync bool, salvage Salvage, rewrite Rewrite) (RecoverResult, error) {
+// RecoverRewriteDamaged is RecoverRewrite, except that the recovery's scan
+// runs first and rewrite is called only when it finds the file damaged:
+// a valid .log is read once, not twice, and no replacement file is made
+// for it. It suits a rewrite that finds damage only where the scan does
+// (no bound on the offsets beyond the segment's own), as a log's recovery
+// of the segments below its last one after a crash.
+func (s *Segment) RecoverRewriteDamaged(rewrite Rewrite, deferIndexSync bool) (RecoverResult, error) {
+	return s.recover(deferIndexSync, nil, rewrite, true)
+}
+
+func (s *Segment) recover(deferIndexSync bool, salvage Salvage, rewrite Rewrite, onlyDamaged bool) (RecoverResult, error) {
 	s.appendMu.Lock()
 	defer s.appendMu.Unlock()
 	s.resMu.Lock()
@@ -124,6 +137,25 @@ func (s *Segment) recover(deferIndexSync bool, salvage Salvage, rewrite Rewrite)
 			return RecoverResult{}, err
 		}
 	}
+	var sc *scan
+	if rewrite != nil && onlyDamaged {
+		lf, err := s.fs.OpenFile(s.logPath, os.O_RDWR, 0)
+		if err != nil {
+			return RecoverResult{}, openError("open", s.logPath, err)
+		}
+		f := &files{log: lf}
+		if sc, err = s.scanLog(lf); err != nil {
+			return RecoverResult{}, errors.Join(err, s.closeFiles(f))
+		}
+		if sc.res.BytesCut == 0 {
+			// Nothing damaged: nothing to rewrite, and the scan stands.
+			return s.recovered(f, deferIndexSync, salvage, sc)
+		}
+		sc = nil
+		if err := s.closeFiles(f); err != nil {
+			return RecoverResult{}, err
+		}
+	}
 	if rewrite != nil {
 		if err := s.rewriteLocked(rewrite); err != nil {
 			return RecoverResult{}, err
@@ -133,8 +165,14 @@ func (s *Segment) recover(deferIndexSync bool, salvage Salvage, rewrite Rewrite)
 	if err != nil {
 		return RecoverResult{}, openError("open", s.logPath, err)
 	}
-	f := &files{log: lf}
-	res, x, err := s.recoverFiles(f, deferIndexSync, salvage)
+	return s.recovered(&files{log: lf}, deferIndexSync, salvage, nil)
+}
+
+// recovered ends a recovery on the opened .log f: it recovers the files
+// (see recoverFiles; sc, when not nil, is the scan of f already made),
+// then installs the result, closing f again if the segment is sealed.
+func (s *Segment) recovered(f *files, deferIndexSync bool, salvage Salvage, sc *scan) (RecoverResult, error) {
+	res, x, err := s.recoverFiles(f, deferIndexSync, salvage, sc)
 	if err != nil {
 		return res, errors.Join(err, s.closeFiles(f))
 	}
@@ -204,17 +242,14 @@ func (s *Segment) rewriteLocked(rewrite Rewrite) error {
 // recoverFiles scans f.log, cuts it after the valid prefix, fsyncs it, and
 // makes the index files hold the prefix's entries (with the final time
 // entry if the segment is sealed); it opens no index.
-func (s *Segment) recoverFiles(f *files, deferIndexSync bool, salvage Salvage) (RecoverResult, *indexer, error) {
-	fi, err := f.log.Stat()
-	if err != nil {
-		return RecoverResult{}, nil, fmt.Errorf("segment: stat %s: %w", s.logPath, err)
+func (s *Segment) recoverFiles(f *files, deferIndexSync bool, salvage Salvage, sc *scan) (RecoverResult, *indexer, error) {
+	if sc == nil {
+		var err error
+		if sc, err = s.scanLog(f.log); err != nil {
+			return RecoverResult{}, nil, err
+		}
 	}
-	size := fi.Size()
-	p := s.newPlan()
-	res, x, err := s.scanValid(f.log, size, p)
-	if err != nil {
-		return res, nil, err
-	}
+	size, p, res, x := sc.size, sc.plan, sc.res, sc.x
 	if res.BytesCut > 0 {
 		if salvage != nil {
 			if err := salvage(f.log, size, res.ValidBytes); err != nil {
@@ -241,6 +276,29 @@ func (s *Segment) recoverFiles(f *files, deferIndexSync bool, salvage Salvage) (
 	}
 	res.UnsyncedIndexes = unsynced
 	return res, x, nil
+}
+
+// scan is what scanLog learnt of a .log: its size, where its valid prefix
+// ends, and the index entries planned for that prefix.
+type scan struct {
+	size int64
+	plan *indexPlan
+	res  RecoverResult
+	x    *indexer
+}
+
+// scanLog scans the whole .log r (see scanValid).
+func (s *Segment) scanLog(r vfs.File) (*scan, error) {
+	fi, err := r.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("segment: stat %s: %w", s.logPath, err)
+	}
+	sc := &scan{size: fi.Size(), plan: s.newPlan()}
+	sc.res, sc.x, err = s.scanValid(r, sc.size, sc.plan)
+	if err != nil {
+		return nil, err
+	}
+	return sc, nil
 }
 
 // scanValid validates the batches of the .log r (of size bytes) from the

@@ -3,6 +3,7 @@ package segment
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"math"
 	"os"
@@ -419,6 +420,20 @@ func TestFileNames(t *testing.T) {
 		base, suffix, ok := ParseFileName(c.name)
 		if ok != c.ok || (ok && (base != c.base || suffix != c.suffix)) {
 			t.Errorf("ParseFileName(%q) = %d, %q, %v", c.name, base, suffix, ok)
+		}
+		if c.ok {
+			if got := FileName(c.base, c.suffix); got != c.name {
+				t.Errorf("FileName(%d, %q) = %q, want %q", c.base, c.suffix, got, c.name)
+			}
+		}
+	}
+	for _, base := range []int64{1, 9, 10, 99, 100, 1 << 31, 1e18, math.MaxInt64 - 1} {
+		want := fmt.Sprintf("%020d.log", base)
+		if got := FileName(base, LogSuffix); got != want {
+			t.Errorf("FileName(%d) = %q, want %q", base, got, want)
+		}
+		if b, suffix, ok := ParseFileName(want); !ok || b != base || suffix != LogSuffix {
+			t.Errorf("ParseFileName(%q) = %d, %q, %v", want, b, suffix, ok)
 		}
 	}
 }

@@ -246,7 +246,8 @@ func (s *ProducerState) Check(b record.Batch) (*BatchMeta, error) {
 	}
 	if epoch == e.epoch {
 		if m, ok := e.find(first, last); ok {
-			return &m, nil
+			dup := m // m itself stays on the stack: most batches are not duplicates
+			return &dup, nil
 		}
 	}
 	switch {
