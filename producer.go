@@ -139,6 +139,9 @@ type Producer struct {
 	// (see prodPart.send); quit, closed by Close, ends their wait.
 	parked atomic.Int32
 	quit   chan struct{}
+	// inline counts the appends a synchronous Produce ran on its own
+	// goroutine (see prodPart.sendClaimed), for tests.
+	inline atomic.Int64
 }
 
 // prodTopic is a producer's view of one topic.
@@ -197,6 +200,11 @@ func (p *Producer) ProducerID() (id int64, epoch int16) { return p.pid, p.epoch 
 // after the record was buffered, the error wraps ErrUnknownOutcome and
 // ctx's error: the record may still be written (its fate can be learned by
 // reading the partition). rec may be reused once Produce returns.
+//
+// With a ctx that can never end (context.Background), the append may run
+// on the calling goroutine instead of the partition's sender, when nothing
+// else of the partition is waiting or being appended: one hand-off less
+// each way. It runs no other caller's callback there.
 func (p *Producer) Produce(ctx context.Context, rec *Record) (partition int32, offset int64, err error) {
 	// The producer works on a copy, so that after an unknown outcome it
 	// never writes to rec behind the caller's back. The copy, its channel
@@ -215,7 +223,17 @@ func (p *Producer) Produce(ctx context.Context, rec *Record) (partition int32, o
 		rec.Partition, rec.Offset = part, off
 		return part, off, nil
 	}
-	if !p.produce(ctx, &w.rec, w.callback) {
+	// A ctx that can never end leaves nothing to wait for but the
+	// outcome, so the append may run on this goroutine: when the
+	// partition's batch holds this record alone and no append is under
+	// way, it is taken here (no hand-off to the sender and back; the only
+	// callback it runs is this call's own).
+	buffered, pp, own := p.produce(ctx, &w.rec, w.callback, ctx.Done() == nil)
+	if !buffered {
+		return settled(<-w.done)
+	}
+	if own != nil {
+		pp.sendClaimed(own)
 		return settled(<-w.done)
 	}
 	select {
@@ -260,47 +278,50 @@ func (p *Producer) ProduceAsync(ctx context.Context, rec *Record, callback func(
 	if callback == nil {
 		callback = func(*Record, error) {}
 	}
-	p.produce(ctx, rec, callback)
+	p.produce(ctx, rec, callback, false)
 }
 
 // produce buffers rec, or calls cb with the reason it did not, and reports
-// whether it buffered it.
-func (p *Producer) produce(ctx context.Context, rec *Record, cb func(*Record, error)) bool {
+// whether it buffered it. With claim (a synchronous Produce, whose cb is
+// its own), the batch holding rec alone may be handed back as own, with
+// the partition's sending role taken for it: the caller appends it with
+// pp.sendClaimed.
+func (p *Producer) produce(ctx context.Context, rec *Record, cb func(*Record, error), claim bool) (buffered bool, pp *prodPart, own *pendingBatch) {
 	if p.closed.Load() {
 		cb(rec, ErrClosed)
-		return false
+		return false, nil, nil
 	}
 	if ctx.Err() != nil {
 		// Settle a call made with an ended ctx definitely: not produced.
 		cb(rec, context.Cause(ctx))
-		return false
+		return false, nil, nil
 	}
 	pp, alone, err := p.route(rec)
 	if err != nil {
 		cb(rec, err)
-		return false
+		return false, nil, nil
 	}
 	size := memSize(rec)
 	if err := p.mem.acquire(ctx, size, &p.closed, p.b); err != nil {
 		cb(rec, err)
-		return false
+		return false, nil, nil
 	}
 	p.closeMu.RLock()
 	if p.closed.Load() {
 		p.closeMu.RUnlock()
 		p.mem.release(size)
 		cb(rec, ErrClosed)
-		return false
+		return false, nil, nil
 	}
 	p.pending.Add(1)
-	err = pp.add(rec, cb, size, alone)
+	own, err = pp.add(rec, cb, size, alone, claim)
 	p.closeMu.RUnlock()
 	if err != nil {
 		p.finish(1, size)
 		cb(rec, err)
-		return false
+		return false, nil, nil
 	}
-	return true
+	return true, pp, own
 }
 
 // route finds the partition rec goes to and checks that it fits a batch.
@@ -578,10 +599,26 @@ func codecPool(codec record.Codec) *sync.Pool {
 }
 
 // add puts rec, whose batch alone would be alone bytes, in the open batch
-// and makes sure it will be appended.
-func (pp *prodPart) add(rec *Record, cb func(*Record, error), size int64, alone int) error {
+// and makes sure it will be appended: by the sender, or, with claim, when
+// the batch holds rec alone, due now, and no append is under way, by the
+// caller, to whom add then hands the batch (own) with the sending role
+// taken (see sendClaimed).
+func (pp *prodPart) add(rec *Record, cb func(*Record, error), size int64, alone int, claim bool) (own *pendingBatch, err error) {
 	pp.mu.Lock()
 	lagging, err := pp.addLocked(rec, cb, size, alone)
+	if err == nil {
+		if claim && !pp.sending && len(pp.ready) == 0 && len(pp.cur.recs) == 1 && pp.takeCurLocked() {
+			own, pp.cur = pp.cur, nil
+			if pp.timer != nil {
+				pp.timer.Stop()
+				pp.timer = nil
+			}
+			pp.sending = true
+			pp.pr.senders.Add(1) // Close waits for this append as for a sender's
+		} else {
+			pp.scheduleLocked()
+		}
+	}
 	pp.mu.Unlock()
 	if lagging {
 		// Producing goroutines that never block can keep every P busy
@@ -589,11 +626,24 @@ func (pp *prodPart) add(rec *Record, cb func(*Record, error), size int64, alone 
 		// it the processor instead, while full batches queue up.
 		runtime.Gosched()
 	}
-	return err
+	return own, err
 }
 
-// addLocked is add under pp.mu; it reports whether the sender lags behind
-// (full batches queue up while it runs).
+// sendClaimed appends own, the batch add handed the caller with the
+// sending role, on the caller's goroutine, then gives up the role: records
+// that came meanwhile go to the sender as usual.
+func (pp *prodPart) sendClaimed(own *pendingBatch) {
+	defer pp.pr.senders.Done()
+	pp.pr.inline.Add(1)
+	pp.appendBatches([]*pendingBatch{own})
+	pp.mu.Lock()
+	pp.sending = false
+	pp.scheduleLocked()
+	pp.mu.Unlock()
+}
+
+// addLocked is add under pp.mu, short of scheduling the append; it reports
+// whether the sender lags behind (full batches queue up while it runs).
 func (pp *prodPart) addLocked(rec *Record, cb func(*Record, error), size int64, alone int) (lagging bool, err error) {
 	r := record.Record{Key: rec.Key, Value: rec.Value, Headers: rec.Headers}
 	stamped := !rec.Timestamp.IsZero()
@@ -621,7 +671,6 @@ func (pp *prodPart) addLocked(rec *Record, cb func(*Record, error), size int64, 
 	}
 	pp.cur.recs = append(pp.cur.recs, pendingRec{rec: rec, cb: cb, ts: r.Timestamp})
 	pp.cur.mem += size
-	pp.scheduleLocked()
 	return lagging, nil
 }
 

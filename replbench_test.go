@@ -5,6 +5,8 @@ package folio
 
 import (
 	"context"
+	"fmt"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"testing"
@@ -46,16 +48,31 @@ func BenchmarkReplicatedProduce(b *testing.B) {
 	})
 	b.Run("replicated/acks=all", func(b *testing.B) {
 		meta := rnMeta(b, 1, 2, 3)
-		brokers := []*rnBroker{startRNBroker(b, 1, cfg), startRNBroker(b, 2, cfg), startRNBroker(b, 3, cfg)}
+		brokers := make([]*rnBroker, 3)
+		for i := range brokers {
+			id := int32(i + 1)
+			rpLabeled(id, func() { brokers[i] = startRNBroker(b, id, cfg) })
+		}
 		brokers[0].lead(b, meta, 2)
 		for _, f := range brokers[1:] {
-			fl := f.follower(b, meta, brokers...)
-			b.Cleanup(func() { fl.Close() })
+			rpLabeled(f.id, func() {
+				fl := f.follower(b, meta, brokers...)
+				b.Cleanup(func() { fl.Close() })
+			})
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
 		rpRun(replica.WithAcks(ctx, replica.AckAll), b, brokers[0])
 	})
+}
+
+// rpLabeled runs f with the pprof label broker=id, which the goroutines f
+// starts (the endpoint's connections, the log's background work, a
+// follower's fetch loop and its client) inherit, so that a CPU profile of
+// the benchmark splits by broker: go tool pprof -tags. The producers'
+// goroutines carry broker=producers: their appends are the leader's work.
+func rpLabeled(id any, f func()) {
+	pprof.Do(context.Background(), pprof.Labels("broker", fmt.Sprint(id)), func(context.Context) { f() })
 }
 
 // rpRun spreads b.N batches over rpProducers goroutines appending to
@@ -87,6 +104,7 @@ func rpRun(ctx context.Context, b *testing.B, leader *rnBroker) {
 	var wg sync.WaitGroup
 	for w := range rpProducers {
 		wg.Go(func() {
+			pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels("broker", "producers")))
 			for take() {
 				start := time.Now()
 				if _, err := leader.p.AppendBatch(ctx, batch); err != nil {

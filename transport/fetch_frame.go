@@ -3,6 +3,8 @@ package transport
 import (
 	"encoding/binary"
 	"io"
+
+	"github.com/foliolog/folio/readpath"
 )
 
 // The Fetch response is the one response this package encodes itself
@@ -189,6 +191,16 @@ func appendArrayLen(buf []byte, flex bool, n int) []byte {
 // writeFetchFrame writes f: chunks through the buffer, record sets straight
 // to the connection (their WriteTo picks sendfile for a TCP socket).
 func (w *respWriter) writeFetchFrame(f *fetchFrame) error {
+	if views, ok := viewsOf(f.sets); ok {
+		// Mapped record sets: the whole response in one vectored write
+		// (no cork needed to keep the pieces in full segments).
+		if err := w.bw.Flush(); err != nil {
+			return err
+		}
+		if _, handled, err := readpath.WriteFramed(w.raw, f.chunks, views); handled {
+			return err
+		}
+	}
 	if w.nc != nil {
 		uncork := cork(w.nc)
 		defer uncork()
@@ -208,6 +220,22 @@ func (w *respWriter) writeFetchFrame(f *fetchFrame) error {
 		}
 	}
 	return w.bw.Flush()
+}
+
+// viewsOf returns sets as views, false if one is of another kind.
+func viewsOf(sets []recordSet) ([]*readpath.View, bool) {
+	views := make([]*readpath.View, len(sets))
+	for i, s := range sets {
+		if s == nil {
+			continue
+		}
+		v, ok := s.(*readpath.View)
+		if !ok {
+			return nil, false
+		}
+		views[i] = v
+	}
+	return views, true
 }
 
 // writeFrameTo writes f to any writer, for tests and fuzzing.
