@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/segment"
 )
 
@@ -56,7 +57,11 @@ func TestActiveHeaderFlipCostsOneBatch(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					data[pos[k]+int64(c.at)] ^= c.xor
+					if c.at < 0 {
+						record.Batch(data[pos[k]:]).SetBaseOffset(base[k-1])
+					} else {
+						data[pos[k]+int64(c.at)] ^= c.xor
+					}
 					if err := os.WriteFile(path, data, 0o644); err != nil {
 						t.Fatal(err)
 					}
@@ -120,6 +125,12 @@ func TestSealedBaseOffsetFlipCostsOneBatch(t *testing.T) {
 			// onto the last batch's base offset, clean/sealed.log/flip).
 			{"last batch past the next segment", false, -1, 6, 0x01},
 			{"last batch past the next segment after a gap", true, -1, 6, 0x01},
+			// The batch after a compaction gap's batch moved down onto
+			// that batch's base: it, not the batch before it, is the
+			// damage, though the one before, moved back over the gap,
+			// would end exactly before it (segment TestRecoveryCause...
+			// seed 1796424902718674521 blamed the wrong one).
+			{"moved down onto the batch after a gap", true, 3, -1, 0},
 		} {
 			t.Run(fmt.Sprintf("clean %v/%s", clean, c.name), func(t *testing.T) {
 				dir := t.TempDir()
@@ -176,7 +187,11 @@ func TestSealedBaseOffsetFlipCostsOneBatch(t *testing.T) {
 				if k < 0 {
 					k = len(pos) - 1
 				}
-				data[pos[k]+int64(c.at)] ^= c.xor
+				if c.at < 0 {
+					record.Batch(data[pos[k]:]).SetBaseOffset(base[k-1])
+				} else {
+					data[pos[k]+int64(c.at)] ^= c.xor
+				}
 				if err := os.WriteFile(path, data, 0o644); err != nil {
 					t.Fatal(err)
 				}

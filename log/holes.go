@@ -711,7 +711,7 @@ func (l *Log) validEnd(base, nextSeg int64) int64 {
 	if err != nil {
 		return math.MaxInt64
 	}
-	next := base
+	next, gapFree := base, true
 	var hdr [record.HeaderSize]byte
 	var buf []byte
 	for pos := int64(0); ; {
@@ -727,9 +727,10 @@ func (l *Log) validEnd(base, nextSeg int64) int64 {
 		}
 		b := record.Batch(buf[:n])
 		if _, err := f.ReadAt(b, pos); err != nil || b.Validate() != nil || b.BaseOffset() < next ||
-			outOfPlace(f, fi.Size(), pos, b, next, nextSeg) != nil {
+			outOfPlace(f, fi.Size(), pos, b, next, nextSeg, gapFree) != nil {
 			return next
 		}
+		gapFree = gapFree && b.BaseOffset() == next
 		next = b.LastOffset() + 1
 		pos += int64(n)
 	}

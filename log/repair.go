@@ -65,6 +65,7 @@ func (l *Log) passOverDamage(base, fillTo, bound int64, r io.ReaderAt, size int6
 	}
 	var hdr [record.HeaderSize]byte
 	pos, next, runStart := int64(0), base, int64(0)
+	gapFree := true // every batch so far followed the one before from base
 	maxTs := int64(index.NoTimestamp)
 	for pos < size {
 		var why error
@@ -89,7 +90,8 @@ func (l *Log) passOverDamage(base, fillTo, bound int64, r io.ReaderAt, size int6
 			if why == nil {
 				why = errors.New("the batch cannot be read whole")
 			}
-		} else if why = outOfPlace(r, size, pos, b, next, fillTo); why == nil {
+		} else if why = outOfPlace(r, size, pos, b, next, fillTo, gapFree); why == nil {
+			gapFree = gapFree && b.BaseOffset() == next
 			next, maxTs = b.LastOffset()+1, max(maxTs, b.MaxTimestamp())
 			pos += int64(n)
 			continue
@@ -151,14 +153,18 @@ func beyondSegment(h record.Batch, base int64) bool {
 // compaction leaves, and a flipped base offset, outside the CRC, too), and
 // only when the batch after it (or, for the file's last batch, the next
 // segment, based at nextSeg; <= next when unknown) lies inside h's offsets
-// though not before next: then either h or that batch is damaged, and h is
-// when h moved back to next would end exactly before it
-// (segment.Misplaced), when the next segment lies inside h's offsets as
-// well, or when the valid batches after h chain, in ascending order, to
-// the end of the file and below the next segment. Taking h as valid would
-// cost every one of them, as damaged too, where one damaged base offset
-// explains them all.
-func outOfPlace(r io.ReaderAt, size, pos int64, h record.Batch, next, nextSeg int64) error {
+// though not before next: then either h or that batch is damaged. h is
+// when, in a segment whose batches before h followed one another from its
+// base (gapFree), h moved back to next would end exactly before what
+// follows (segment.Misplaced); when the next segment lies inside h's
+// offsets as well; or when the valid batches after h chain, in ascending
+// order, to the end of the file and below the next segment, and at least
+// two of them lie inside h's offsets: taking h as valid would cost every
+// one of them, where one damaged base offset explains them all. One batch
+// against one, where the chain after them does not tell (a compaction gap
+// before h, the batch after it moved down into h's offsets), is left as it
+// was: the later one is taken as damaged.
+func outOfPlace(r io.ReaderAt, size, pos int64, h record.Batch, next, nextSeg int64, gapFree bool) error {
 	if h.BaseOffset() == next {
 		return nil
 	}
@@ -176,8 +182,10 @@ func outOfPlace(r io.ReaderAt, size, pos int64, h record.Batch, next, nextSeg in
 	if after < next || after > h.LastOffset() {
 		return nil // no conflict (or nothing known after h)
 	}
-	if why := segment.Misplaced(next-1, h, after); why != nil {
-		return why
+	if gapFree {
+		if why := segment.Misplaced(r, size, pos, h, next-1, nextSeg); why != nil {
+			return why
+		}
 	}
 	if nextSeg > next && h.LastOffset() >= nextSeg {
 		return pastBound(h, nextSeg)
@@ -188,12 +196,30 @@ func outOfPlace(r io.ReaderAt, size, pos int64, h record.Batch, next, nextSeg in
 			stop = nextSeg
 		}
 		region := make([]byte, size-end)
-		if _, err := r.ReadAt(region, end); (err == nil || errors.Is(err, io.EOF)) && chainsTo(region, stop) {
+		if _, err := r.ReadAt(region, end); (err == nil || errors.Is(err, io.EOF)) && chainsTo(region, stop) &&
+			insideCount(region, h.LastOffset()) >= 2 {
 			return fmt.Errorf("base offset %d is damaged: the valid batches after it, from offset %d on, chain to the end of the segment inside the offsets %d to %d it claims",
 				h.BaseOffset(), after, h.BaseOffset(), h.LastOffset())
 		}
 	}
 	return nil
+}
+
+// insideCount returns how many of the batches chained in region (see
+// chainsTo) start at or below last.
+func insideCount(region []byte, last int64) int {
+	n := 0
+	for len(region) > 0 {
+		size, err := record.CheckHeader(region)
+		if err != nil || size > len(region) {
+			break
+		}
+		if record.Batch(region).BaseOffset() <= last {
+			n++
+		}
+		region = region[size:]
+	}
+	return n
 }
 
 // checkFilled handles a read of e at offset that returned v when e has
