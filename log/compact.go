@@ -317,6 +317,11 @@ func (l *Log) planClean(now time.Time) (*cleanPlan, error) {
 		pl.all = append(pl.all, e)
 		return true
 	})
+	if len(pl.all) == 0 {
+		// A truncation below the first segment is between removing the
+		// segments and putting the empty one in: nothing to clean.
+		return pl, nil
+	}
 	pl.firstDirty = max(l.cmp.firstDirty.Load(), pl.all[0].base)
 	for i, e := range pl.all {
 		if e == active || slices.Contains(pending, e) || i+1 == len(pl.all) || pl.all[i+1].base > hw {

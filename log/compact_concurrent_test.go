@@ -390,3 +390,46 @@ func TestCompactCanceled(t *testing.T) {
 		t.Fatalf("an abandoned pass counted: %+v", got)
 	}
 }
+
+// TestCleanablePlanDuringFullTruncation: a truncation to below the first
+// segment (the group coordinator cuts a damaged __consumer_offsets
+// partition at its first offset) publishes a snapshot without segments
+// while it deletes their files, before the new empty segment is in. The
+// cleaner's plan, computed concurrently without the cleaner's lock for the
+// dirty ratio, indexed the first segment and panicked (damage table, seed
+// 301 with the flip forced onto base offsets, clean/offsets.log/flip); a
+// log without segments has nothing to clean.
+func TestCleanablePlanDuringFullTruncation(t *testing.T) {
+	fsys := faultfs.New()
+	dir := t.TempDir()
+	l := openT(t, fsys, dir, &Options{SegmentBytes: 1024, FlushPolicy: FlushNone}, State{})
+	defer l.Close()
+	appendN(t, l, "b", 20, 2, 60)
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	fsys.SetHook(func(op faultfs.Op) error {
+		if (op.Kind == faultfs.OpRename || op.Kind == faultfs.OpRemove) && strings.HasSuffix(op.Path, segment.LogSuffix) {
+			once.Do(func() {
+				close(entered)
+				<-release
+			})
+		}
+		return nil
+	})
+	done := make(chan error, 1)
+	go func() { done <- l.TruncateTo(0) }()
+	<-entered
+	ratio, ok := func() (float64, bool) {
+		defer close(release) // even if the plan panics, or Close waits forever
+		return l.cleanable()
+	}()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if ok && ratio != 0 {
+		t.Fatalf("a log without segments has a dirty ratio %v", ratio)
+	}
+	if l.LogEndOffset() != 0 {
+		t.Fatalf("log end %d after truncating to 0", l.LogEndOffset())
+	}
+}

@@ -138,6 +138,7 @@ func (l *Log) walkDamage(e *segEntry, offset, maxPos, after int64) (damageWalk, 
 	var hdr [record.HeaderSize]byte
 	var buf []byte
 	pos, next, hold := int64(0), e.base, int64(-1)
+	gapFree := true // every batch so far followed the one before from the base
 	for {
 		var why error
 		for pos < limit {
@@ -168,9 +169,13 @@ func (l *Log) walkDamage(e *segEntry, offset, maxPos, after int64) (damageWalk, 
 					return damageWalk{}, err
 				}
 				if why = b.Validate(); why == nil {
+					why = outOfPlace(f, limit, pos, b, next, after, gapFree)
+				}
+				if why == nil {
 					if hold < 0 && b.LastOffset() >= offset {
 						hold = pos
 					}
+					gapFree = gapFree && b.BaseOffset() == next
 					next = b.LastOffset() + 1
 					pos += int64(n)
 					continue

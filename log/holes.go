@@ -149,7 +149,11 @@ func (l *Log) fillHole(from, to, ts int64) error {
 func (l *Log) checkTail(entries []*segEntry, rp int64) ([]*segEntry, error) {
 	for len(entries) >= 2 {
 		last := entries[len(entries)-1]
-		if err := l.loadLast(last, nil); err != nil {
+		end := int64(-1)
+		if rp > 0 {
+			end = rp
+		}
+		if err := l.loadLast(last, nil, end); err != nil {
 			return nil, err
 		}
 		next, err := last.seg.NextOffset()
@@ -426,11 +430,13 @@ func (l *Log) checkChain(entries []*segEntry) ([]*segEntry, error) {
 		}
 		switch {
 		case e.base == prevEnd.next:
-		case e.base < prevEnd.next && l.validEnd(prev.base) <= e.base:
+		case e.base < prevEnd.next && l.validEnd(prev.base, e.base) <= e.base:
 			// prev's end came from a batch header that its CRC does not
-			// vouch for (a flipped last-offset field): prev is damaged,
-			// not e a stray inside it. Keep e; the read path reports
-			// prev's damaged range and passes over it to e.
+			// vouch for (a flipped last-offset field), or from a last
+			// batch whose base offset, outside the CRC, moved it past e
+			// (out of place: see outOfPlace): prev is damaged, not e a
+			// stray inside it. Keep e; the read path reports prev's
+			// damaged range and passes over it to e.
 		case e.base < prevEnd.next:
 			if err := l.setAside(e, fmt.Sprintf("base offset %d lies inside the previous segment, which ends at %d", e.base, prevEnd.next)); err != nil {
 				return nil, err
@@ -532,7 +538,10 @@ type salvaged struct {
 // was written), and the batches are copied, durably, into a segment of
 // their own at the first one's base, which the log adopts after the cut
 // (adoptSalvaged), the damaged range becoming a reported, filled hole. The
-// batches after the damage are found where the damaged batch's own header
+// batches after the damage are found as a read finds them (resumeAfter:
+// the first byte position after the damage starting a valid batch whose
+// chain reaches the end of the file or the next indexed batch), else,
+// when a torn tail breaks that chain, where the damaged batch's own header
 // says it ends, or else at the first later entry of the segment's offset
 // index whose batch is whole and valid; from there every whole, valid batch
 // up to the first one that is not (a torn tail behind them is cut) is kept.
@@ -571,10 +580,23 @@ func (l *Log) salvageTail(base int64, r io.ReaderAt, size, pos int64) (*salvaged
 			at += int64(len(b))
 		}
 	}
-	var hdr [record.HeaderSize]byte
-	if _, err := r.ReadAt(hdr[:], pos); err == nil {
-		if n, err := record.CheckHeader(hdr[:]); err == nil && pos+int64(n) < size {
-			collect(pos + int64(n))
+	// First as a read passes over damage (resumeAfter): the first valid
+	// batch after pos from which the chain of valid batches reaches the
+	// end of the file (or the next indexed batch), tried byte by byte, so
+	// that neither a damaged length nor a segment without index entries
+	// hides the batches after the damage, and none is passed over.
+	if at, _, ok := l.resumeAfter(r, size, base, pos, prefixNext(r, base, pos)); ok && at < size {
+		collect(at)
+	}
+	// Else (a torn tail behind the batches after the damage breaks the
+	// chain to the end) where the damaged batch's own header says it
+	// ends, or the first later index entry whose batch is valid.
+	if len(batches) == 0 {
+		var hdr [record.HeaderSize]byte
+		if _, err := r.ReadAt(hdr[:], pos); err == nil {
+			if n, err := record.CheckHeader(hdr[:]); err == nil && pos+int64(n) < size {
+				collect(pos + int64(n))
+			}
 		}
 	}
 	if len(batches) == 0 {
@@ -618,6 +640,25 @@ func (l *Log) salvageTail(base int64, r io.ReaderAt, size, pos int64) (*salvaged
 	return &salvaged{base: at, next: batches[len(batches)-1].LastOffset() + 1, batches: len(batches), damagePos: pos, from: segment.LogPath(l.dir, base)}, nil
 }
 
+// prefixNext returns the offset after the last batch of the valid prefix
+// [0, pos) of the .log r of the segment at base (recovery checked it).
+func prefixNext(r io.ReaderAt, base, pos int64) int64 {
+	next := base
+	var hdr [record.HeaderSize]byte
+	for at := int64(0); at+record.HeaderSize <= pos; {
+		if _, err := r.ReadAt(hdr[:], at); err != nil {
+			break
+		}
+		n, err := record.CheckHeader(hdr[:])
+		if err != nil {
+			break
+		}
+		next = record.Batch(hdr[:]).LastOffset() + 1
+		at += int64(n)
+	}
+	return next
+}
+
 // adoptSalvaged puts the segment salvageTail saved after the last one,
 // damaged, once that was cut (its valid prefix ends at prevNext, its
 // largest timestamp prevTs), reporting the damaged range and filling it.
@@ -654,16 +695,23 @@ func (l *Log) adoptSalvaged(s *salvaged, damaged *segEntry, kept bool, prevNext,
 // validEnd returns the offset after the last batch of the chain of valid
 // batches (framing and CRC) from the start of segment base's .log: where
 // the segment really ends when the end its last header claims may be
-// forged. It reads the whole file, batch by batch, and is used only when
-// the chain of segments looks overlapped, which a healthy log never is.
-// On any error it returns math.MaxInt64 (no evidence against the header).
-func (l *Log) validEnd(base int64) int64 {
+// forged. A batch out of place (outOfPlace, with nextSeg the base of the
+// segment after it) ends the chain too: its base offset, outside the CRC,
+// was damaged. It reads the whole file, batch by batch, and is used only
+// when the chain of segments looks overlapped, which a healthy log never
+// is. On any error it returns math.MaxInt64 (no evidence against the
+// header).
+func (l *Log) validEnd(base, nextSeg int64) int64 {
 	f, err := l.fs.OpenFile(segment.LogPath(l.dir, base), os.O_RDONLY, 0)
 	if err != nil {
 		return math.MaxInt64
 	}
 	defer f.Close()
-	next := base
+	fi, err := f.Stat()
+	if err != nil {
+		return math.MaxInt64
+	}
+	next, gapFree := base, true
 	var hdr [record.HeaderSize]byte
 	var buf []byte
 	for pos := int64(0); ; {
@@ -678,9 +726,11 @@ func (l *Log) validEnd(base int64) int64 {
 			buf = make([]byte, n)
 		}
 		b := record.Batch(buf[:n])
-		if _, err := f.ReadAt(b, pos); err != nil || b.Validate() != nil || b.BaseOffset() < next {
+		if _, err := f.ReadAt(b, pos); err != nil || b.Validate() != nil || b.BaseOffset() < next ||
+			outOfPlace(f, fi.Size(), pos, b, next, nextSeg, gapFree) != nil {
 			return next
 		}
+		gapFree = gapFree && b.BaseOffset() == next
 		next = b.LastOffset() + 1
 		pos += int64(n)
 	}

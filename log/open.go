@@ -256,7 +256,11 @@ func (l *Log) load(st State) error {
 		}
 	}
 	last := entries[len(entries)-1]
-	if err := l.loadLast(last, recovered); err != nil {
+	cleanEnd := int64(-1)
+	if st.Clean && st.RecoveryPoint > 0 {
+		cleanEnd = st.RecoveryPoint
+	}
+	if err := l.loadLast(last, recovered, cleanEnd); err != nil {
 		return err
 	}
 	next, err := last.seg.NextOffset()
@@ -562,12 +566,18 @@ func (l *Log) recover(entries []*segEntry, rp int64) (map[*segEntry]bool, error)
 				// in its place, as a read's repair does), and a damaged
 				// tail is filled up to the next segment, so that the
 				// valid batches after damage stay. The walk runs only
-				// where the recovery's scan met damage (it finds none
-				// the scan does not: no bound is set), so a valid
-				// segment is read once.
-				results[i], scanErrs[i] = e.seg.RecoverRewriteDamaged(func(r io.ReaderAt, size int64, w io.Writer) (bool, error) {
+				// where the recovery's scan met damage, so a valid
+				// segment is read once; or where the scan's end reaches
+				// the next segment's base, which only the walk knows:
+				// a last batch whose base offset (outside the CRC) moved
+				// it there is damage the scan cannot see (outOfPlace).
+				rewrite := func(r io.ReaderAt, size int64, w io.Writer) (bool, error) {
 					return l.passOverDamage(e.base, scan[i+1].base, -1, r, size, w, &fills[i])
-				}, true)
+				}
+				results[i], scanErrs[i] = e.seg.RecoverRewriteDamaged(rewrite, true)
+				if scanErrs[i] == nil && results[i].LastOffset >= scan[i+1].base {
+					results[i], scanErrs[i] = e.seg.RecoverRewrite(rewrite, true)
+				}
 				return
 			}
 			// The last segment: a torn write is cut, but valid batches
@@ -682,8 +692,13 @@ func (l *Log) removeFrom(rest []*segEntry) error {
 // made appendable (Activate) by the first write, after BeforeFirstWrite, so
 // that a clean open followed by reads alone changes nothing on disk. A clean
 // open trusts the segment; if it is nonetheless found corrupt, it is
-// recovered rather than refused.
-func (l *Log) loadLast(last *segEntry, recovered map[*segEntry]bool) error {
+// recovered rather than refused. end is the log end a clean shutdown
+// checkpointed (-1 when there is none): a batch claiming offsets from it
+// on is damage there (its base offset, outside the CRC, was flipped), so
+// the recovery passes over that batch alone and keeps the valid batches
+// after it, where taking it as valid made every later batch look out of
+// order and cost them all.
+func (l *Log) loadLast(last *segEntry, recovered map[*segEntry]bool, end int64) error {
 	_, err := last.seg.NextOffset()
 	if err == nil {
 		return nil
@@ -700,7 +715,7 @@ func (l *Log) loadLast(last *segEntry, recovered map[*segEntry]bool) error {
 	// cut, as recovery cuts a torn tail.
 	var fills []filledRange
 	res, rerr := last.seg.RecoverRewrite(func(r io.ReaderAt, size int64, w io.Writer) (bool, error) {
-		return l.passOverDamage(last.base, -1, -1, r, size, w, &fills)
+		return l.passOverDamage(last.base, -1, end, r, size, w, &fills)
 	}, false)
 	if rerr != nil {
 		return fmt.Errorf("log: recover the last segment: %w", errors.Join(err, rerr))

@@ -65,6 +65,7 @@ func (l *Log) passOverDamage(base, fillTo, bound int64, r io.ReaderAt, size int6
 	}
 	var hdr [record.HeaderSize]byte
 	pos, next, runStart := int64(0), base, int64(0)
+	gapFree := true // every batch so far followed the one before from base
 	maxTs := int64(index.NoTimestamp)
 	for pos < size {
 		var why error
@@ -80,6 +81,8 @@ func (l *Log) passOverDamage(base, fillTo, bound int64, r io.ReaderAt, size int6
 			why = fmt.Errorf("base offset %d does not follow %d", h.BaseOffset(), next-1)
 		} else if bound > base && h.LastOffset() >= bound {
 			why = pastBound(h, bound)
+		} else if beyondSegment(h, base) {
+			why = fmt.Errorf("offsets %d to %d lie beyond 2^31-1 above the segment's base %d (a damaged base offset)", h.BaseOffset(), h.LastOffset(), base)
 		} else if b, ok := batchAt(r, pos, size); !ok {
 			if b != nil {
 				why = b.Validate()
@@ -87,7 +90,8 @@ func (l *Log) passOverDamage(base, fillTo, bound int64, r io.ReaderAt, size int6
 			if why == nil {
 				why = errors.New("the batch cannot be read whole")
 			}
-		} else {
+		} else if why = outOfPlace(r, size, pos, b, next, fillTo, gapFree); why == nil {
+			gapFree = gapFree && b.BaseOffset() == next
 			next, maxTs = b.LastOffset()+1, max(maxTs, b.MaxTimestamp())
 			pos += int64(n)
 			continue
@@ -131,6 +135,91 @@ func (l *Log) passOverDamage(base, fillTo, bound int64, r io.ReaderAt, size int6
 	}
 	*fills = got
 	return true, nil
+}
+
+// beyondSegment reports whether the batch h claims offsets no segment at
+// base holds: more than 2^31-1 above the base (a roll comes first: the
+// indexes store offsets as 4 bytes relative to the base), the rule the
+// segment's own scans apply (segment.checkBatch). Only a damaged base
+// offset, which the CRC does not cover, makes one.
+func beyondSegment(h record.Batch, base int64) bool {
+	d := int64(h.LastOffsetDelta())
+	return h.BaseOffset() > math.MaxInt64-d || h.BaseOffset()+d-base > math.MaxInt32
+}
+
+// outOfPlace returns why the valid batch h at pos of the .log r (size
+// bytes), following offset next-1, is damaged by what follows it, or nil.
+// It looks only when h does not start at next (a gap before it, which
+// compaction leaves, and a flipped base offset, outside the CRC, too), and
+// only when the batch after it (or, for the file's last batch, the next
+// segment, based at nextSeg; <= next when unknown) lies inside h's offsets
+// though not before next: then either h or that batch is damaged. h is
+// when, in a segment whose batches before h followed one another from its
+// base (gapFree), h moved back to next would end exactly before what
+// follows (segment.Misplaced); when the next segment lies inside h's
+// offsets as well; or when the valid batches after h chain, in ascending
+// order, to the end of the file and below the next segment, and at least
+// two of them lie inside h's offsets: taking h as valid would cost every
+// one of them, where one damaged base offset explains them all. One batch
+// against one, where the chain after them does not tell (a compaction gap
+// before h, the batch after it moved down into h's offsets), is left as it
+// was: the later one is taken as damaged.
+func outOfPlace(r io.ReaderAt, size, pos int64, h record.Batch, next, nextSeg int64, gapFree bool) error {
+	if h.BaseOffset() == next {
+		return nil
+	}
+	after, end := int64(-1), pos+int64(h.Size())
+	if end+record.HeaderSize <= size {
+		var nb [record.HeaderSize]byte
+		if _, err := r.ReadAt(nb[:], end); err == nil || errors.Is(err, io.EOF) {
+			if _, err := record.CheckHeader(nb[:]); err == nil {
+				after = record.Batch(nb[:]).BaseOffset()
+			}
+		}
+	} else if end == size && nextSeg > next {
+		after = nextSeg
+	}
+	if after < next || after > h.LastOffset() {
+		return nil // no conflict (or nothing known after h)
+	}
+	if gapFree {
+		if why := segment.Misplaced(r, size, pos, h, next-1, nextSeg); why != nil {
+			return why
+		}
+	}
+	if nextSeg > next && h.LastOffset() >= nextSeg {
+		return pastBound(h, nextSeg)
+	}
+	if end < size && size-end <= maxResumeScan {
+		stop := int64(-1)
+		if nextSeg > next {
+			stop = nextSeg
+		}
+		region := make([]byte, size-end)
+		if _, err := r.ReadAt(region, end); (err == nil || errors.Is(err, io.EOF)) && chainsTo(region, stop) &&
+			insideCount(region, h.LastOffset()) >= 2 {
+			return fmt.Errorf("base offset %d is damaged: the valid batches after it, from offset %d on, chain to the end of the segment inside the offsets %d to %d it claims",
+				h.BaseOffset(), after, h.BaseOffset(), h.LastOffset())
+		}
+	}
+	return nil
+}
+
+// insideCount returns how many of the batches chained in region (see
+// chainsTo) start at or below last.
+func insideCount(region []byte, last int64) int {
+	n := 0
+	for len(region) > 0 {
+		size, err := record.CheckHeader(region)
+		if err != nil || size > len(region) {
+			break
+		}
+		if record.Batch(region).BaseOffset() <= last {
+			n++
+		}
+		region = region[size:]
+	}
+	return n
 }
 
 // checkFilled handles a read of e at offset that returned v when e has

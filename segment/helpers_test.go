@@ -292,6 +292,7 @@ func refValidPrefix(data []byte, segBase int64) []refBatch {
 	var out []refBatch
 	pos := int64(0)
 	prevLast := segBase - 1
+	gapFree := true
 	for {
 		left := int64(len(data)) - pos
 		if left < 61 {
@@ -319,7 +320,38 @@ func refValidPrefix(data []byte, segBase int64) []refBatch {
 		if crc32.Checksum(data[pos+21:pos+total], refCastagnoli) != uint32(rb.CRC) {
 			return out
 		}
+		if np := pos + total; gapFree && rb.FirstOffset != prevLast+1 && int64(len(data))-np >= 61 {
+			// The first gap of the segment, and a framed header after it
+			// that lies inside the batch's offsets, where the batch moved
+			// back right after prevLast would end just before it, and the
+			// batch after that one (if framed) follows it without a gap
+			// or lies inside the batch's offsets too: the batch's base
+			// offset is the damaged one (Misplaced).
+			framed := func(h []byte) (base, last, size int64, ok bool) {
+				if len(h) < 61 {
+					return 0, 0, 0, false
+				}
+				l, d, c := int32(binary.BigEndian.Uint32(h[8:])), int32(binary.BigEndian.Uint32(h[23:])), int32(binary.BigEndian.Uint32(h[57:]))
+				if h[16] != 2 || l < 49 || d < 0 || c < 0 {
+					return 0, 0, 0, false
+				}
+				base = int64(binary.BigEndian.Uint64(h))
+				return base, base + int64(d), int64(l) + 12, true
+			}
+			if next, nlast, nsize, ok := framed(data[np:]); ok && next > prevLast && next <= last && next == prevLast+1+int64(rb.LastOffsetDelta)+1 {
+				misplaced := true
+				if dp := np + nsize; dp < int64(len(data)) {
+					if d, _, _, ok := framed(data[dp:]); ok && d != nlast+1 && d > last {
+						misplaced = false
+					}
+				}
+				if misplaced {
+					return out
+				}
+			}
+		}
 		out = append(out, refBatch{pos: pos, size: total, base: rb.FirstOffset, last: last, maxTs: rb.MaxTimestamp, records: rb.NumRecords, epoc: rb.PartitionLeaderEpoch})
+		gapFree = gapFree && rb.FirstOffset == prevLast+1
 		prevLast = last
 		pos += total
 	}

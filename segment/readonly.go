@@ -156,7 +156,7 @@ func (s *Segment) walkValid(r io.ReaderAt, from, prevLast, size int64, fn func(p
 	var hdr [record.HeaderSize]byte
 	pos := from
 	for pos < size {
-		_, cause, err := s.checkBatch(q, pos, prevLast, hdr[:])
+		_, cause, err := s.checkBatch(q, pos, prevLast, false, hdr[:])
 		if err != nil {
 			return pos, fmt.Errorf("segment: read %s: %w", s.logPath, err)
 		}

@@ -310,9 +310,9 @@ func (s *Segment) scanValid(r io.ReaderAt, size int64, p *indexPlan) (RecoverRes
 	q := newSeqReader(r, size)
 	defer q.free()
 	var hdr [record.HeaderSize]byte
-	pos, prevLast := int64(0), s.base-1
+	pos, prevLast, gapFree := int64(0), s.base-1, true
 	for pos < size {
-		size, cause, err := s.checkBatch(q, pos, prevLast, hdr[:])
+		size, cause, err := s.checkBatch(q, pos, prevLast, gapFree, hdr[:])
 		if err != nil {
 			return res, nil, err
 		}
@@ -328,6 +328,7 @@ func (s *Segment) scanValid(r io.ReaderAt, size int64, p *indexPlan) (RecoverRes
 		if x.observe(pos, h) {
 			p.add(pos, h, &x.t)
 		}
+		gapFree = gapFree && h.BaseOffset() == prevLast+1
 		prevLast = h.LastOffset()
 		res.Batches++
 		pos += int64(h.Size())
@@ -351,7 +352,7 @@ var recoverBuffers = sync.Pool{New: func() any { b := make([]byte, recoverBuffer
 // it (the checks a header allows pass and it ends within the file), even
 // if a later check failed, so that a checker can go on to the next batch;
 // 0 when the framing itself is broken.
-func (s *Segment) checkBatch(q *seqReader, pos, prevLast int64, hdr []byte) (size int, cause, err error) {
+func (s *Segment) checkBatch(q *seqReader, pos, prevLast int64, gapFree bool, hdr []byte) (size int, cause, err error) {
 	left := q.size - pos
 	if left < record.HeaderSize {
 		return 0, fmt.Errorf("%d bytes left, a batch header needs %d", left, record.HeaderSize), nil
@@ -391,6 +392,14 @@ func (s *Segment) checkBatch(q *seqReader, pos, prevLast int64, hdr []byte) (siz
 	}
 	if want := h.CRC(); crc != want {
 		return size, fmt.Errorf("%w at offset %d: crc %08x, computed %08x", record.ErrCorrupt, base, want, crc), nil
+	}
+	if gapFree && base != prevLast+1 {
+		// The first gap in a segment whose batches so far followed one
+		// another from its base (no compaction's): the batches after it
+		// tell whether a flipped base offset made it (Misplaced).
+		if cause := Misplaced(q.r, q.size, pos, h, prevLast, -1); cause != nil {
+			return size, cause, nil
+		}
 	}
 	return size, nil, nil
 }

@@ -146,3 +146,55 @@ func (sc *scanner) walk(from int64, fn func(pos int64, h record.Batch) bool) (in
 	}
 	return pos, nil
 }
+
+// Misplaced returns why the batch h at pos of the .log r (size bytes),
+// which follows offset prevLast in its segment, is out of place by the
+// evidence of what follows it, or nil. What follows is C, the batch after
+// it (or, when h is the file's last batch, the next segment, based at
+// nextSeg; <= prevLast when unknown). h is out of place when h does not
+// start right after prevLast, C starts inside h's offsets (so h and C
+// conflict), h's offsets moved to start right after prevLast would end
+// exactly before C, and the batch after C, if any is framed, follows C
+// without a gap (or starts inside h's offsets too). The base offset is
+// outside the CRC, so a flipped byte there leaves h valid but moved; the
+// chain that h restores by moving back is the evidence that h, not C, is
+// damaged. A C moved down onto that offset (after a gap compaction left
+// before h) would break the chain after C instead, which the last check
+// sees, except when C is the last batch: callers apply Misplaced only to a
+// segment whose batches before h followed one another from its base.
+func Misplaced(r io.ReaderAt, size, pos int64, h record.Batch, prevLast, nextSeg int64) error {
+	if h.BaseOffset() == prevLast+1 {
+		return nil
+	}
+	header := func(at int64) (record.Batch, bool) {
+		if at+record.HeaderSize > size {
+			return nil, false
+		}
+		var b [record.HeaderSize]byte
+		if _, err := r.ReadAt(b[:], at); err != nil && !errors.Is(err, io.EOF) {
+			return nil, false
+		}
+		if _, err := record.CheckHeader(b[:]); err != nil {
+			return nil, false
+		}
+		return record.Batch(b[:]), true
+	}
+	end := pos + int64(h.Size())
+	c, ok := header(end)
+	next := nextSeg
+	if ok {
+		next = c.BaseOffset()
+	} else if end != size {
+		return nil // nothing known after h
+	}
+	if next <= prevLast || next > h.LastOffset() || next-prevLast-1 != int64(h.LastOffsetDelta())+1 {
+		return nil
+	}
+	if ok {
+		if d, dok := header(end + int64(c.Size())); dok && d.BaseOffset() != c.LastOffset()+1 && d.BaseOffset() > h.LastOffset() {
+			return nil // the chain after C breaks: C, not h, may have moved
+		}
+	}
+	return fmt.Errorf("base offset %d is damaged: the batch's %d offsets fit exactly between offset %d and the next batch at %d, which lies inside the offsets %d to %d it claims",
+		h.BaseOffset(), int64(h.LastOffsetDelta())+1, prevLast, next, h.BaseOffset(), h.LastOffset())
+}

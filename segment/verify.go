@@ -143,10 +143,10 @@ func (s *Segment) verifyLog(r *Report, m *entryMatcher) error {
 	q := newSeqReader(f, size)
 	defer q.free()
 	var hdr [record.HeaderSize]byte
-	pos, prevLast := int64(0), s.base-1
+	pos, prevLast, gapFree := int64(0), s.base-1, true
 	inPrefix := true
 	for pos < size {
-		n, cause, err := s.checkBatch(q, pos, prevLast, hdr[:])
+		n, cause, err := s.checkBatch(q, pos, prevLast, gapFree, hdr[:])
 		if err != nil {
 			return fmt.Errorf("segment: verify %s: %w", s.logPath, err)
 		}
@@ -169,6 +169,7 @@ func (s *Segment) verifyLog(r *Report, m *entryMatcher) error {
 			r.MaxTimestamp = max(r.MaxTimestamp, h.MaxTimestamp())
 			m.batch(pos, h)
 		}
+		gapFree = gapFree && h.BaseOffset() == prevLast+1
 		prevLast = h.LastOffset()
 		pos += int64(n)
 	}

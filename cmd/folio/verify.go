@@ -325,6 +325,20 @@ func (v *verifier) partition(dir string, maxBatch int, checkpointed int64) error
 		if err != nil {
 			return err
 		}
+		if !last && whole && end > bases[i+1] {
+			// The last batch claims offsets from the next segment's base
+			// on while the batches before it end below it: its base
+			// offset, outside the CRC, was damaged (the open and the
+			// reads pass over it as such). Its segment is the damaged
+			// file, not the next one.
+			path := segment.LogPath(dir, base)
+			if pos, first, prevLast, ok := lastBatch(path); ok && prevLast < bases[i+1] && first <= end-1 {
+				v.problem(fmt.Sprintf("%s: position %d: its last batch claims offsets %d to %d, reaching the next segment, %s (a damaged base offset: its records are lost)",
+					path, pos, first, end-1, segment.FileName(bases[i+1], segment.LogSuffix)))
+				reported[base] = true
+				end = bases[i+1]
+			}
+		}
 		prevWhole = whole
 		if last && durableEnd > end && whole && !reported[base] {
 			reported[base] = true
@@ -575,6 +589,29 @@ func batchPast(path string, end int64) (pos, base int64) {
 		p += len(b)
 	}
 	return -1, end
+}
+
+// lastBatch returns the position and base offset of the last batch of the
+// .log at path, walking the batches' framing, and the last offset before
+// it (-1 when it is the first); ok is false when the file holds no batch
+// or its framing breaks before the end.
+func lastBatch(path string) (pos, base, prevLast int64, ok bool) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, 0, 0, false
+	}
+	pos, prevLast = -1, -1
+	last := int64(-1)
+	for p := 0; p < len(data); {
+		b, _, err := record.Parse(data[p:])
+		if err != nil {
+			return 0, 0, 0, false
+		}
+		prevLast, last = last, b.LastOffset()
+		pos, base = int64(p), b.BaseOffset()
+		p += len(b)
+	}
+	return pos, base, prevLast, pos >= 0
 }
 
 // baseOffsetAt reads the base offset field of the batch header at pos.

@@ -72,3 +72,41 @@ func TestVerifyFlippedBaseOffsetOfLastBatch(t *testing.T) {
 		t.Errorf("verify does not name %s at position %d:\n%s", path, pos, r.stdout)
 	}
 }
+
+// TestVerifyFlippedBaseOffsetOfSealedLastBatch: a flipped byte of the base
+// offset of a sealed segment's last batch (outside the CRC) makes it claim
+// offsets from the next segment's base on; verify names the damaged
+// segment's .log, at the batch's position, not (only) the segments after
+// it as overlapping it (damage table seed 101 with the flip forced onto
+// base offsets, unclean/sealed.log/flip).
+func TestVerifyFlippedBaseOffsetOfSealedLastBatch(t *testing.T) {
+	dir, pdir, bases := threeSegments(t)
+	path := segment.LogPath(pdir, bases[0])
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos := 0
+	for p := 0; p < len(data); {
+		b, _, err := record.Parse(data[p:])
+		if err != nil {
+			t.Fatalf("%s at %d: %v", path, p, err)
+		}
+		pos, p = p, p+len(b)
+	}
+	data[pos+4] ^= 0x01 // base offset += 1<<24
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := fails(t, 1, []string{"problem"}, "", "verify", "-dir", dir)
+	named := false
+	for _, l := range lines(r.stdout) {
+		named = named || strings.HasPrefix(l, "PROBLEM") && strings.Contains(l, path+":") && strings.Contains(l, fmt.Sprintf("position %d:", pos))
+		if strings.Contains(l, "overlaps the previous segment") {
+			t.Errorf("verify blames a segment after the damaged one: %s", l)
+		}
+	}
+	if !named {
+		t.Errorf("verify does not name %s at position %d:\n%s", path, pos, r.stdout)
+	}
+}
