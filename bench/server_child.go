@@ -38,6 +38,7 @@ const serverChildFlag = "-server-child"
 // Kinds of server child.
 const (
 	serverFolio     = "folio"      // transport over folio.Broker
+	serverFolioCopy = "folio-copy" // the same through connections that hide the TCP socket: every record set read with pread and written
 	serverKfake     = "kfake"      // franz-go's kfake, persisting to the directory
 	serverKfakeSync = "kfake-sync" // the same with kfake.SyncWrites (an fsync per batch)
 )
@@ -46,7 +47,7 @@ const (
 func serverChildArgs(args []string) (kind, dir string, ok bool) {
 	if len(args) == 3 && args[0] == serverChildFlag {
 		switch args[1] {
-		case serverFolio, serverKfake, serverKfakeSync:
+		case serverFolio, serverFolioCopy, serverKfake, serverKfakeSync:
 			return args[1], args[2], true
 		}
 	}
@@ -79,7 +80,7 @@ type childServer struct {
 }
 
 func startChildServer(kind, dir string) (*childServer, error) {
-	if kind != serverFolio {
+	if kind != serverFolio && kind != serverFolioCopy {
 		opts := []kfake.Opt{kfake.NumBrokers(1), kfake.DataDir(dir), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(4)}
 		if kind == serverKfakeSync {
 			opts = append(opts, kfake.SyncWrites())
@@ -103,6 +104,9 @@ func startChildServer(kind, dir string) (*childServer, error) {
 	if err != nil {
 		b.Close()
 		return nil, err
+	}
+	if kind == serverFolioCopy {
+		l = socketHider{l}
 	}
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(context.Background(), l) }()
@@ -265,3 +269,20 @@ func (s *serverProc) stop() error {
 	io.Copy(io.Discard, s.out)
 	return s.cmd.Wait()
 }
+
+// socketHider hands out connections that are not a *net.TCPConn, so that a
+// Sendfile view cannot sendfile into them nor a Fetch response go in one
+// writev: each record set is read with pread into a buffer and written,
+// the copying path a TLS connection takes, for the fetch suite's third
+// read path.
+type socketHider struct{ net.Listener }
+
+func (h socketHider) Accept() (net.Conn, error) {
+	c, err := h.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return hiddenConn{c}, nil
+}
+
+type hiddenConn struct{ net.Conn }

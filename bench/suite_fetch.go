@@ -76,7 +76,11 @@ func runFetch(ctx context.Context, e *env) ([]*table, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer srv.stop()
+	defer func() {
+		if srv != nil {
+			srv.stop()
+		}
+	}()
 	segs, _ := filepath.Glob(filepath.Join(dir, "f-sendfile-0", "*.log"))
 	type cell struct {
 		params         []string
@@ -114,6 +118,44 @@ func runFetch(ctx context.Context, e *env) ([]*table, error) {
 		u1, err := srv.usage()
 		return n, took, u1.sub(u0), err
 	}
+	// readPathPasses measures read path p's cells (the kmsg fetcher at
+	// each fetch size, the kgo consumer) in run r against srv. The pread
+	// path reads the sendfile topic through a child that hides the socket.
+	readPathPasses := func(p string, srv *serverProc, r int) error {
+		topic := "f-" + p
+		if p == "pread" {
+			topic = "f-sendfile"
+		}
+		for _, mb := range plan.MaxBytes {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			e.step(suiteFetch, "kmsg fetcher, read.path=%s, %s fetches, run %d/%d", p, formatBytes(int64(mb)), r+1, e.cfg.Runs)
+			if r == 0 { // untimed warm-up pass, profiled when asked
+				if err := profiledPass(srv, e.cfg.ServerProfile, fmt.Sprintf("fetch-%s-%s", p, formatBytes(int64(mb))), func() error {
+					_, err := fetchAll(srv.addr, topic, mb)
+					return err
+				}); err != nil {
+					return fmt.Errorf("fetch %s: %w", p, err)
+				}
+			}
+			n, took, d, err := measure(func() (int64, error) { return fetchAll(srv.addr, topic, mb) })
+			if err != nil {
+				return fmt.Errorf("fetch %s: %w", p, err)
+			}
+			if n != data[topic].Bytes {
+				return fmt.Errorf("%w: fetched %d bytes of %s, wrote %d", ErrMismatch, n, topic, data[topic].Bytes)
+			}
+			record("kmsg-"+p+strconv.Itoa(int(mb)), []string{"kmsg fetcher", p, formatBytes(int64(mb)), formatBytes(plan.Bytes)}, n, data[topic].Records, took, &d)
+		}
+		e.step(suiteFetch, "kgo consumer, read.path=%s, run %d/%d", p, r+1, e.cfg.Runs)
+		n, took, d, err := measure(func() (int64, error) { return kgoConsumeAll(ctx, srv.addr, topic, data[topic]) })
+		if err != nil {
+			return fmt.Errorf("kgo consume %s: %w", p, err)
+		}
+		record("kgo-"+p, []string{"kgo consumer", p, formatBytes(kgoFetchBytes), formatBytes(plan.Bytes)}, n, data[topic].Records, took, &d)
+		return nil
+	}
 	for r := range e.cfg.Runs {
 		// Warm every file first: the figures are warm-cache figures.
 		if _, err := prepareCache(warmCache, segs); err != nil {
@@ -126,35 +168,28 @@ func runFetch(ctx context.Context, e *env) ([]*table, error) {
 		}
 		record("raw", []string{"raw sendfile loop", "sendfile(2)", "1 MiB calls", formatBytes(plan.Bytes)}, n, data["f-sendfile"].Records, took, nil)
 		for _, p := range fetchPaths {
-			topic := "f-" + p
-			for _, mb := range plan.MaxBytes {
-				if err := ctx.Err(); err != nil {
-					return []*table{t}, err
-				}
-				e.step(suiteFetch, "kmsg fetcher, read.path=%s, %s fetches, run %d/%d", p, formatBytes(int64(mb)), r+1, e.cfg.Runs)
-				if r == 0 { // untimed warm-up pass, profiled when asked
-					if err := profiledPass(srv, e.cfg.ServerProfile, fmt.Sprintf("fetch-%s-%s", p, formatBytes(int64(mb))), func() error {
-						_, err := fetchAll(srv.addr, topic, mb)
-						return err
-					}); err != nil {
-						return nil, fmt.Errorf("fetch %s: %w", p, err)
-					}
-				}
-				n, took, d, err := measure(func() (int64, error) { return fetchAll(srv.addr, topic, mb) })
-				if err != nil {
-					return []*table{t}, fmt.Errorf("fetch %s: %w", p, err)
-				}
-				if n != data[topic].Bytes {
-					return []*table{t}, fmt.Errorf("%w: fetched %d bytes of %s, wrote %d", ErrMismatch, n, topic, data[topic].Bytes)
-				}
-				record("kmsg-"+p+strconv.Itoa(int(mb)), []string{"kmsg fetcher", p, formatBytes(int64(mb)), formatBytes(plan.Bytes)}, n, data[topic].Records, took, &d)
+			if err := readPathPasses(p, srv, r); err != nil {
+				return []*table{t}, err
 			}
-			e.step(suiteFetch, "kgo consumer, read.path=%s, run %d/%d", p, r+1, e.cfg.Runs)
-			n, took, d, err := measure(func() (int64, error) { return kgoConsumeAll(ctx, srv.addr, topic, data[topic]) })
-			if err != nil {
-				return []*table{t}, fmt.Errorf("kgo consume %s: %w", p, err)
-			}
-			record("kgo-"+p, []string{"kgo consumer", p, formatBytes(kgoFetchBytes), formatBytes(plan.Bytes)}, n, data[topic].Records, took, &d)
+		}
+	}
+	// The copying path: the sendfile topic served by a child whose
+	// connections hide the socket, after the other paths' runs (one child
+	// holds the directory at a time).
+	err = srv.stop()
+	srv = nil
+	if err != nil {
+		return []*table{t}, err
+	}
+	if srv, err = startServer(ctx, serverFolioCopy, dir); err != nil {
+		return []*table{t}, err
+	}
+	for r := range e.cfg.Runs {
+		if _, err := prepareCache(warmCache, segs); err != nil {
+			return nil, err
+		}
+		if err := readPathPasses("pread", srv, r); err != nil {
+			return []*table{t}, err
 		}
 	}
 	rawMedian := summarize(cells["raw"].mibs).Median
@@ -171,6 +206,7 @@ func runFetch(ctx context.Context, e *env) ([]*table, error) {
 	t.Notes = []string{
 		fmt.Sprintf("%d records of %s values in 64-record batches per topic (one partition); about %s of batches, which is what the throughput and CPU columns count for every reader.", data["f-sendfile"].Records, formatBytes(int64(plan.RecSize)), formatBytes(data["f-sendfile"].Bytes)),
 		"kmsg fetcher: one connection, Fetch v11 for the fetch size (MaxBytes and partition MaxBytes) at the next offset; it reads each response into a reused buffer, parses the frame with kmsg and the batch headers for the next offset, and drops the bytes. kgo consumer: a franz-go client consuming the partition from offset 0 with FetchMaxBytes and FetchMaxPartitionBytes at " + formatBytes(kgoFetchBytes) + ", decoding every record, until it holds them all (timed from the first poll).",
+		"Read paths: sendfile and mmap are the topics' read.path; pread is the sendfile topic served by a second child whose connections hide the TCP socket, so that each record set is read with pread into a buffer and written (the copying path TLS takes), measured after the other paths' runs.",
 		"The raw loop sendfiles the sendfile topic's segment files into a loopback TCP socket in 1 MiB calls, to a goroutine that reads and drops them: the ceiling the server's framing and read path are compared with (\"of raw\": the run's throughput over the raw loop's median).",
 		"Sender CPU is the server child's user+system time (getrusage in the child) across the timed pass, per KiB fetched; the raw loop runs in this process beside its reader, so it has none. On loopback the sender's system time includes the TCP receive processing of the bytes it sends.",
 		"Socket buffers are the kernel's autotuned ones: " + tcpBufferSysctls() + ".",
