@@ -8,10 +8,11 @@
 //
 // A Broker owns one data directory (Open). It holds topics (CreateTopic,
 // DeleteTopic, AddPartitions, Topics, DescribeTopic), each with a
-// TopicConfig: partitions, retention, segment size, flush policy, read path,
-// cleanup policy, timestamp type, max message bytes and compression. A
-// partition is a directory "<topic>-<partition>" of segments whose bytes are
-// Kafka's, so tools that read Kafka segments read Folio's.
+// TopicConfig: partitions, retention, segment size, index interval, flush
+// policy, read path, cleanup policy, timestamp type, max message bytes and
+// compression. A partition is a directory "<topic>-<partition>" of
+// segments whose bytes are Kafka's, so tools that read Kafka segments read
+// Folio's.
 //
 // A Producer appends Records. Keyed records go where Kafka's default
 // partitioner puts them (murmur2 of the key), unkeyed ones stick to a

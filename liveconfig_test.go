@@ -4,12 +4,15 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/record"
+	"github.com/foliolog/folio/segment"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -163,7 +166,10 @@ func TestAlterEveryTopicConfigLive(t *testing.T) {
 		t.Fatalf("read.path=mmap: %d bytes sent by sendfile", n)
 	}
 	// segment.bytes: rolls by size from the next append.
-	alter("t", set("read.path", "sendfile"), set("segment.bytes", "4096"))
+	// index.interval.bytes: Kafka's 0, an entry at every batch of the
+	// segments created from now on (checked after the restart below).
+	endAtAlter := p.Log().LogEndOffset()
+	alter("t", set("read.path", "sendfile"), set("segment.bytes", "4096"), set("index.interval.bytes", "0"))
 	_, r1, _, _ := stats()
 	for range 10 {
 		mustProduce(&kgo.Record{Topic: "t", Value: big[:1000]})
@@ -213,6 +219,7 @@ func TestAlterEveryTopicConfigLive(t *testing.T) {
 		"t": {
 			"flush": "sync", "max.message.bytes": "200000", "message.timestamp.type": "LogAppendTime",
 			"compression.type": "gzip", "segment.ms": "60000", "read.path": "sendfile", "segment.bytes": "4096",
+			"index.interval.bytes": "0",
 		},
 		"c": {
 			"cleanup.policy": "compact", "min.compaction.lag.ms": "0", "min.cleanable.dirty.ratio": "0.9",
@@ -253,6 +260,26 @@ func TestAlterEveryTopicConfigLive(t *testing.T) {
 	cl.Close()
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
+	}
+	// The segments created after index.interval.bytes=0 went live index
+	// every batch after their first (the Close trimmed the indexes to
+	// their entries); under the default 4096 a 4 KiB segment has none.
+	des, err := os.ReadDir(filepath.Join(dir, "t-0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	indexed := 0
+	for _, de := range des {
+		base, suffix, ok := segment.ParseFileName(de.Name())
+		if !ok || suffix != segment.IndexSuffix || base <= endAtAlter {
+			continue
+		}
+		if fi, err := de.Info(); err == nil && fi.Size() > 0 {
+			indexed++
+		}
+	}
+	if indexed < 2 {
+		t.Errorf("index.interval.bytes=0: %d segments created after the change have offset-index entries, want every one of two batches or more", indexed)
 	}
 	b = openT(t, dir, &Options{Now: clk.Now})
 	cl, adm = liveClient(t, serveT(t, b))

@@ -15,8 +15,8 @@ import (
 )
 
 // TopicConfig is a topic's configuration: partitions, retention, segment
-// size, flush policy, read path, cleanup policy, timestamp type, max
-// message bytes and compression. Its zero fields take the defaults stated
+// size, index interval, flush policy, read path, cleanup policy, timestamp
+// type, max message bytes and compression. Its zero fields take the defaults stated
 // in the topic package (Kafka's where Kafka has one; FlushSync for
 // durability). Config.Set parses Kafka-style settings ("retention.ms",
 // "flush", ...).

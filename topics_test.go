@@ -1,6 +1,7 @@
 package folio
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -347,4 +348,108 @@ func keylessBatchT(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestTopicIndexIntervalBytes: a topic's index.interval.bytes reaches its
+// segments: with a small interval (and Kafka's 0, every batch) the
+// segments' offset and time indexes get entries where the default 4096
+// gives a 4 KiB segment none, the setting survives a restart, and reads
+// by offset land on the right records through the entries.
+func TestTopicIndexIntervalBytes(t *testing.T) {
+	dir := t.TempDir()
+	b, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	every := TopicConfig{SegmentBytes: 4096, Flush: FlushNone}
+	if err := every.Set(topic.KeyIndexInterval, "0"); err != nil {
+		t.Fatal(err)
+	}
+	cfgs := map[string]TopicConfig{
+		"small":   {SegmentBytes: 4096, Flush: FlushNone, IndexIntervalBytes: 128},
+		"every":   every,
+		"default": {SegmentBytes: 4096, Flush: FlushNone},
+	}
+	for name, cfg := range cfgs {
+		createTopicT(t, b, name, cfg)
+	}
+	p, err := b.NewProducer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One batch each (a synchronous Produce), about 4 segments; rising
+	// timestamps, so that each batch's maximum is a new time-index point.
+	const n = 200
+	start := time.Now().Add(-time.Hour)
+	for name := range cfgs {
+		for i := range n {
+			r := &Record{Topic: name, Value: value(name, i), Timestamp: start.Add(time.Duration(i) * time.Millisecond)}
+			if _, _, err := p.Produce(context.Background(), r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil { // seals the indexes to their entries
+		t.Fatal(err)
+	}
+	// entries returns the offset- and time-index entries of a topic's
+	// segments, and the number of segments.
+	entries := func(name string) (off, tm int64, segs int) {
+		t.Helper()
+		des, err := os.ReadDir(filepath.Join(dir, topic.DirName(name, 0)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, de := range des {
+			fi, err := de.Info()
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch filepath.Ext(de.Name()) {
+			case ".index":
+				off += fi.Size() / 8
+			case ".timeindex":
+				tm += fi.Size() / 12
+			case ".log":
+				segs++
+			}
+		}
+		return off, tm, segs
+	}
+	off, _, segs := entries("default")
+	if segs < 3 || off != 0 {
+		t.Fatalf("default interval: %d segments, %d offset-index entries; want several and none", segs, off)
+	}
+	off, tm, segs := entries("every")
+	// Every batch after a segment's first gets an entry.
+	if want := int64(n - segs); off != want || tm < want {
+		t.Errorf("index.interval.bytes=0: %d offset and %d time entries in %d segments of %d batches, want %d", off, tm, segs, n, want)
+	}
+	if offSmall, tmSmall, _ := entries("small"); offSmall == 0 || offSmall >= off || tmSmall == 0 {
+		t.Errorf("index.interval.bytes=128: %d offset and %d time entries, want some, fewer than every batch's %d", offSmall, tmSmall, off)
+	}
+
+	b = openT(t, dir, nil)
+	for name, cfg := range cfgs {
+		in, err := b.DescribeTopic(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := cfg.WithDefaults().IndexIntervalBytes; in.Config.IndexIntervalBytes != want {
+			t.Errorf("%s reopened with IndexIntervalBytes %d, want %d", name, in.Config.IndexIntervalBytes, want)
+		}
+		c := consumerT(t, b, &ConsumerOptions{MaxPollRecords: 1})
+		for _, at := range []int64{137, 3, n - 1} {
+			if err := c.Assign(Assignment{Topic: name, Start: AtOffset(at)}); err != nil {
+				t.Fatal(err)
+			}
+			r := pollN(t, c, 1)[0]
+			if r.Offset != at || !bytes.Equal(r.Value, value(name, int(at))) {
+				t.Errorf("%s read at %d: offset %d %q, want %q", name, at, r.Offset, r.Value, value(name, int(at)))
+			}
+		}
+	}
 }

@@ -74,6 +74,12 @@ func (l *Log) SetRetention(bytes int64, age time.Duration) {
 //     sealed segments when they are next opened, after the caps closed
 //     them or at the next Open); a segment already open keeps its path.
 //   - LogAppendTime: from the next append.
+//   - IndexIntervalBytes: segments created from now on (the next roll, a
+//     cleaned segment, a filled hole) and indexes rebuilt from now on; a
+//     segment keeps the interval it was created or opened with (Kafka's
+//     LogSegment does too), so the active segment indexes as before
+//     until the next roll. Index entries are hints, so segments of
+//     different intervals side by side read alike.
 //
 // Every other field of o is ignored: it keeps the value the log opened
 // with. The result is validated as Open validates its options; an
@@ -95,6 +101,7 @@ func (l *Log) Reconfigure(o *Options) error {
 	n.Compact, n.MinCleanableDirtyRatio = in.Compact, in.MinCleanableDirtyRatio
 	n.MinCompactionLag, n.DeleteRetention = in.MinCompactionLag, in.DeleteRetention
 	n.FlushPolicy, n.ReadPath, n.LogAppendTime = in.FlushPolicy, in.ReadPath, in.LogAppendTime
+	n.IndexIntervalBytes = in.IndexIntervalBytes
 	if err := n.validate(); err != nil {
 		return err
 	}

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/record"
+	"github.com/foliolog/folio/segment"
 )
 
 // TestReconfigureLive changes each live setting of an open log and checks
@@ -276,4 +279,76 @@ func TestReconfigureWhileAppending(t *testing.T) {
 	}
 	l2 := openT(t, nil, dir, o, State{})
 	check(l2)
+}
+
+// TestReconfigureIndexInterval: a new IndexIntervalBytes applies to the
+// segments created after the change; the active segment keeps the
+// interval it was created with, as a Kafka LogSegment does.
+func TestReconfigureIndexInterval(t *testing.T) {
+	dir := t.TempDir()
+	o := &Options{SegmentBytes: 4096, FlushPolicy: FlushNone, RetentionCheckInterval: -1}
+	l := openT(t, nil, dir, o, State{})
+	appendUntilRoll := func() {
+		t.Helper()
+		rolls := l.Stats().Rolls
+		for i := 0; l.Stats().Rolls == rolls; i++ {
+			if i == 100 {
+				t.Fatal("no roll after 100 batches")
+			}
+			if _, _, err := l.Append(makeBatch(t, "ix", int64(i), 2, 100, 1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	appendUntilRoll() // segment 0, created at Open with the default 4096
+	next := *o
+	next.IndexIntervalBytes = 1
+	if err := l.Reconfigure(&next); err != nil {
+		t.Fatal(err)
+	}
+	appendUntilRoll() // segment 1 was active at the change: still 4096
+	appendUntilRoll() // segment 2, created after it: every batch
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	bases := logBases(t, dir)
+	if len(bases) < 4 {
+		t.Fatalf("segments %v, want at least 4", bases)
+	}
+	entries := func(base int64) int64 {
+		fi, err := os.Stat(segment.IndexPath(dir, base))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size() / 8
+	}
+	for _, base := range bases[:2] {
+		// 4096 bytes of segment hold less than an interval after the
+		// first batch: no entry.
+		if n := entries(base); n != 0 {
+			t.Errorf("segment %d, created before the change: %d offset-index entries, want 0", base, n)
+		}
+	}
+	// Each batch of 2 records of 100 bytes is about 290 bytes: a 4096-byte
+	// segment holds about 14, each after the first with an entry.
+	if n := entries(bases[2]); n < 10 {
+		t.Errorf("segment %d, created after IndexIntervalBytes 1: %d offset-index entries, want one per batch after the first", bases[2], n)
+	}
+}
+
+// logBases returns the base offsets of dir's .log files, ascending.
+func logBases(t *testing.T, dir string) []int64 {
+	t.Helper()
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bases []int64
+	for _, de := range des {
+		if b, suffix, ok := segment.ParseFileName(de.Name()); ok && suffix == segment.LogSuffix {
+			bases = append(bases, b)
+		}
+	}
+	slices.Sort(bases)
+	return bases
 }

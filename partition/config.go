@@ -53,6 +53,15 @@ func logOptions(cfg topic.Config, po *Options, externalHW bool) (*log.Options, e
 	if cfg.DeleteRetention == topic.NoDeleteRetention {
 		o.DeleteRetention = -1 // the log's "none"
 	}
+	o.IndexIntervalBytes = int(cfg.IndexIntervalBytes)
+	if cfg.IndexIntervalBytes == topic.IndexEveryBatch {
+		// Kafka's 0 is the log's 1 (its 0 is the default): an entry goes
+		// to a batch once more than the interval was written since the
+		// last, and every batch is at least a header (61 bytes), so "more
+		// than 1 byte" holds at every batch after a segment's first, as
+		// "more than 0 bytes" does.
+		o.IndexIntervalBytes = 1
+	}
 	if o.SegmentBytes < minLogSegmentBytes {
 		return nil, fmt.Errorf("%w: SegmentBytes %d is below the %d bytes a partition's log needs", ErrInvalidConfig, cfg.SegmentBytes, minLogSegmentBytes)
 	}

@@ -112,6 +112,37 @@ func TestLogOptionsMapTopicSettings(t *testing.T) {
 	}
 }
 
+// TestLogOptionsMapIndexInterval: index.interval.bytes reaches the log's
+// IndexIntervalBytes, Kafka's default when unset, and Kafka's 0 (every
+// batch) as the log's 1, since the log's 0 means its default.
+func TestLogOptionsMapIndexInterval(t *testing.T) {
+	for _, tc := range []struct {
+		value string // "" leaves it unset
+		want  int
+	}{
+		{"", log.DefaultIndexIntervalBytes},
+		{"128", 128},
+		{"4096", 4096},
+		{"1", 1},
+		{"0", 1},
+		{"2147483647", 1<<31 - 1},
+	} {
+		var cfg topic.Config
+		if tc.value != "" {
+			if err := cfg.Set(topic.KeyIndexInterval, tc.value); err != nil {
+				t.Fatal(err)
+			}
+		}
+		o, err := logOptions(cfg, &Options{}, false)
+		if err != nil {
+			t.Fatalf("index.interval.bytes=%q: %v", tc.value, err)
+		}
+		if o.IndexIntervalBytes != tc.want {
+			t.Errorf("index.interval.bytes=%q: IndexIntervalBytes %d, want %d", tc.value, o.IndexIntervalBytes, tc.want)
+		}
+	}
+}
+
 func TestValidateConfig(t *testing.T) {
 	if err := ValidateConfig(topic.Config{}); err != nil {
 		t.Fatalf("defaults: %v", err)

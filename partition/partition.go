@@ -162,6 +162,8 @@ func newLiveConfig(cfg topic.Config) *liveConfig {
 //     open; batches in another codec are recompressed to the new one).
 //   - message.timestamp.type: from the next append.
 //   - segment.bytes, segment.ms: from the next append's roll check.
+//   - index.interval.bytes: segments created from now on (the next
+//     roll); the active segment keeps the interval it was created with.
 //   - retention.ms, retention.bytes: from the next retention pass.
 //   - cleanup.policy: compact starts the log's cleaning (and the refusal
 //     of keyless records) at once, delete stops it; the compaction

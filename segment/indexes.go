@@ -84,6 +84,89 @@ func (s *Segment) freshIndexes(f *files) error {
 	}
 	f.off, f.time = off, tm
 	f.gen++
+	f.checked.Store(nil) // empty, filled from the log
+	return nil
+}
+
+// indexCheck is the state of the check of a sealed segment's index
+// entries by the reads that walk it from its start: the batches before
+// position pos, whose last offset is last, were walked, and the first
+// off offset-index and time time-index entries matched them.
+type indexCheck struct {
+	pos, last int64
+	off, time int
+}
+
+// checkEntries checks the index entries that the batches [pos, end) of a
+// sealed segment account for, when the reads before checked every entry
+// before pos (a read continuing a walk from the segment's start), and
+// returns errStaleIndex on the first that does not match, so that the
+// caller rebuilds the indexes from the log.
+//
+// Why: the open's check of an index is O(1) (its size, its first and last
+// entries) and a lookup checks only the entry it uses, so an entry
+// damaged in the middle of an index (a flipped byte) may never be met: an
+// entry moved out of order is no binary search's answer, and reads from a
+// segment's start use no lookup. Such an entry costs nothing, but folio
+// verify reports it for ever. Reads that walk the whole segment, as a
+// consumer from the start or a catching-up follower does, check each
+// entry against the batch it names, as segment.Verify does: an offset
+// entry must name a batch's start and last offset (never the first
+// batch's), a time entry a batch's last offset and maximum timestamp, in
+// the order of the batches, and a walk that reaches the segment's end
+// must have used every entry. Each walk's part is checked once per load,
+// after the read's own walk brought its headers in; other reads pay one
+// atomic load.
+func (c *cursor) checkEntries(pos, end int64) error {
+	ck := c.f.checked.Load()
+	if ck == nil || ck.pos != pos {
+		return nil
+	}
+	off, tm := c.f.off, c.f.time
+	next := *ck
+	var bad error
+	_, err := c.sc.walk(pos, func(p int64, h record.Batch) bool {
+		if p >= end {
+			return false
+		}
+		for ; next.off < off.Entries(); next.off++ {
+			e := off.Entry(next.off)
+			if e.Position > p {
+				break
+			}
+			if e.Position < p || !offsetEntryFits(e, h) {
+				bad = fmt.Errorf("%w: %s: entry %d (offset %d, position %d) is not the batch at %d ending at offset %d",
+					errStaleIndex, c.s.offPath, next.off, e.Offset, e.Position, p, h.LastOffset())
+				return false
+			}
+		}
+		for ; next.time < tm.Entries(); next.time++ {
+			e := tm.Entry(next.time)
+			if e.Offset > h.LastOffset() {
+				break
+			}
+			if !timeEntryFits(e, h) {
+				bad = fmt.Errorf("%w: %s: entry %d (timestamp %d, offset %d) is not the batch at %d ending at offset %d with max timestamp %d",
+					errStaleIndex, c.s.timePath, next.time, e.Timestamp, e.Offset, p, h.LastOffset(), h.MaxTimestamp())
+				return false
+			}
+		}
+		next.pos, next.last = p+int64(h.Size()), h.LastOffset()
+		return true
+	})
+	switch {
+	case bad != nil:
+		return bad
+	case err != nil || next.pos != end:
+		return nil // the read's walk checked these headers; leave it to the next read
+	case end >= c.t.size && (next.off < off.Entries() || next.time < tm.Entries()):
+		return fmt.Errorf("%w: %s: entries %d of %d offset and %d of %d time entries name no batch of the segment",
+			errStaleIndex, c.s.offPath, next.off, off.Entries(), next.time, tm.Entries())
+	case end >= c.t.size:
+		c.f.checked.CompareAndSwap(ck, nil) // every entry checked
+	default:
+		c.f.checked.CompareAndSwap(ck, &next)
+	}
 	return nil
 }
 
@@ -194,6 +277,7 @@ func (s *Segment) openIndexFiles(f *files, writable bool) error {
 	}
 	f.off, f.time = off, tm
 	f.gen++
+	f.checked.Store(nil) // built from the log, or about to be
 	return nil
 }
 

@@ -109,6 +109,9 @@ func (s *Segment) read(maxBytes int, maxPosition int64, first func(c *cursor) (i
 			fr.Records += int64(h.NumRecords())
 			fr.LastOffset = h.LastOffset()
 		}
+		if err := c.checkEntries(pos, end); err != nil {
+			return err
+		}
 		if c.f.src == nil {
 			// Only a failed TruncateTo leaves an active segment without
 			// its reader; Recover reopens it.

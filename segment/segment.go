@@ -90,6 +90,11 @@ type files struct {
 	time *index.TimeIndex
 	gen  uint64      // bumped by every rebuild of off and time
 	id   os.FileInfo // read-only segments: the .log loaded, to notice its replacement
+	// checked is how far reads from the start of a sealed segment have
+	// checked the index entries they passed over (see checkEntries); nil
+	// when nothing is left to check: indexes this process wrote or
+	// rebuilt, or checked to the end.
+	checked atomic.Pointer[indexCheck]
 }
 
 // headerMap is a view of a Mmap Source's whole mapping that readers'
@@ -414,6 +419,12 @@ func (s *Segment) loadLocked() error {
 	t, err := s.openIndexes(f, size, false)
 	if err != nil {
 		return errors.Join(err, s.closeFiles(f))
+	}
+	if f.gen == 0 {
+		// Indexes from the disk that passed the open's O(1) check and
+		// matched the log at their last entries: the entries before
+		// those are checked by the reads that walk the segment.
+		f.checked.Store(&indexCheck{last: s.base - 1})
 	}
 	s.files = f
 	s.tip.Store(t)

@@ -62,6 +62,7 @@ func (s *Segment) TruncateTo(offset int64) (int64, error) {
 	if err := s.cutLocked(f, newSize); err != nil {
 		return 0, s.fail(err)
 	}
+	f.checked.Store(nil) // restore below checks what the cut keeps
 	if err := errors.Join(f.off.TruncateTo(offset), f.time.TruncateTo(offset)); err != nil {
 		return 0, s.fail(fmt.Errorf("segment: truncate indexes of %s: %w", s.logPath, err))
 	}

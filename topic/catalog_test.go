@@ -1076,3 +1076,57 @@ func TestCatalogBeforeCompactionSettings(t *testing.T) {
 		t.Fatalf("orders reloaded as %+v, %v, want %+v", in.Config, err, want)
 	}
 }
+
+// TestCatalogIndexInterval: index.interval.bytes round-trips through the
+// catalog (Kafka's 0, IndexEveryBatch, stored as 0, not as the default),
+// and a catalog written before the setting existed loads with Kafka's
+// default, 4096, which the next write spells out.
+func TestCatalogIndexInterval(t *testing.T) {
+	dir := t.TempDir()
+	id := newID()
+	// Every setting of the build before index.interval.bytes.
+	payload := `{"next_producer_id": 0, "topics": [{"name": "old", "id": "` + id.String() + `", "created_ms": 1700000000000,
+		"config": {"partitions": "1", "retention.bytes": "unlimited", "retention.ms": "7d", "segment.bytes": "1GiB",
+		"segment.ms": "7d", "flush": "sync", "read.path": "mmap", "cleanup.policy": "delete",
+		"min.cleanable.dirty.ratio": "0.5", "min.compaction.lag.ms": "0s", "delete.retention.ms": "1d",
+		"message.timestamp.type": "CreateTime", "max.message.bytes": "1MiB", "compression.type": "producer",
+		"unclean.leader.election.enable": "false"}}]}`
+	if err := os.Mkdir(filepath.Join(dir, DirName("old", 0)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, CatalogFile), framePayload(payload), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := openCatalog(t, dir, nil)
+	in, err := c.Describe("old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Config.IndexIntervalBytes != DefaultIndexIntervalBytes || in.Config != (Config{MaxMessageBytes: 1 << 20}).WithDefaults() {
+		t.Fatalf("a catalog without index.interval.bytes loaded as %+v, want the default %d", in.Config, DefaultIndexIntervalBytes)
+	}
+	want := map[string]int32{"small": 128, "every": IndexEveryBatch, "default": 0, "large": math.MaxInt32}
+	for name, n := range want {
+		if _, err := c.Create(name, Config{IndexIntervalBytes: n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Close()
+	data, err := os.ReadFile(filepath.Join(dir, CatalogFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{`"index.interval.bytes": "128"`, `"index.interval.bytes": "0"`, `"index.interval.bytes": "4KiB"`, `"index.interval.bytes": "2147483647"`} {
+		if !bytes.Contains(data, []byte(s)) {
+			t.Errorf("catalog lacks %s:\n%s", s, data)
+		}
+	}
+	c = openCatalog(t, dir, nil)
+	defer c.Close()
+	want["default"], want["old"] = DefaultIndexIntervalBytes, DefaultIndexIntervalBytes
+	for name, n := range want {
+		if in, err := c.Describe(name); err != nil || in.Config.IndexIntervalBytes != n {
+			t.Errorf("%s reloaded with IndexIntervalBytes %d (%v), want %d", name, in.Config.IndexIntervalBytes, err, n)
+		}
+	}
+}

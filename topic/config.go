@@ -35,6 +35,15 @@ const (
 	MaxSegmentBytes   = math.MaxInt32
 	DefaultSegmentAge = 7 * 24 * time.Hour
 
+	// DefaultIndexIntervalBytes is Kafka's index.interval.bytes: the bytes
+	// of batches between two entries of a segment's offset and time
+	// indexes.
+	DefaultIndexIntervalBytes = 4096
+	// IndexEveryBatch, in IndexIntervalBytes, indexes every batch after a
+	// segment's first: Kafka's index.interval.bytes=0, which Set maps to it
+	// (a zero field means the default, as everywhere in Config).
+	IndexEveryBatch int32 = -1
+
 	// DefaultMaxMessageBytes is Kafka's message.max.bytes: 1 MiB of batch
 	// plus the 12-byte log overhead.
 	DefaultMaxMessageBytes = 1<<20 + record.LogOverhead
@@ -77,6 +86,13 @@ type Config struct {
 	// SegmentAge rolls a segment that has been active this long. Default 7
 	// days (Kafka's segment.ms).
 	SegmentAge time.Duration
+	// IndexIntervalBytes is how many bytes of batches a segment takes
+	// between two entries of its offset and time indexes (Kafka's
+	// index.interval.bytes): smaller makes reads by offset or time scan
+	// less after their index lookup and the indexes larger. Default 4096;
+	// IndexEveryBatch (Kafka's 0) gives every batch after a segment's first
+	// an entry. A segment keeps the interval it was created with.
+	IndexIntervalBytes int32
 	// Flush is what an acknowledgement waits for. Default log.FlushSync.
 	Flush log.FlushPolicy
 	// ReadPath chooses how reads reach the segment files. Default
@@ -133,6 +149,9 @@ func (c Config) WithDefaults() Config {
 	if c.SegmentAge == 0 {
 		c.SegmentAge = DefaultSegmentAge
 	}
+	if c.IndexIntervalBytes == 0 {
+		c.IndexIntervalBytes = DefaultIndexIntervalBytes
+	}
 	if c.MaxMessageBytes == 0 {
 		c.MaxMessageBytes = DefaultMaxMessageBytes
 	}
@@ -160,6 +179,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: SegmentBytes %d, want %d to %d", ErrInvalidConfig, c.SegmentBytes, MinSegmentBytes, MaxSegmentBytes)
 	case d.SegmentAge < 1:
 		return fmt.Errorf("%w: SegmentAge %v, want a positive duration", ErrInvalidConfig, c.SegmentAge)
+	case d.IndexIntervalBytes < 0 && d.IndexIntervalBytes != IndexEveryBatch:
+		return fmt.Errorf("%w: IndexIntervalBytes %d, want a positive size or IndexEveryBatch (-1)", ErrInvalidConfig, c.IndexIntervalBytes)
 	case d.MaxMessageBytes < MinMaxMessageBytes:
 		return fmt.Errorf("%w: MaxMessageBytes %d, want at least %d", ErrInvalidConfig, c.MaxMessageBytes, MinMaxMessageBytes)
 	case !(d.MinCleanableDirtyRatio > 0 && d.MinCleanableDirtyRatio <= 1): // NaN too
@@ -194,6 +215,7 @@ const (
 	KeyRetentionAge    = "retention.ms"
 	KeySegmentBytes    = "segment.bytes"
 	KeySegmentAge      = "segment.ms"
+	KeyIndexInterval   = "index.interval.bytes"
 	KeyFlush           = "flush"
 	KeyReadPath        = "read.path"
 	KeyCleanup         = "cleanup.policy"
@@ -209,7 +231,7 @@ const (
 
 // Keys lists every setting key in the order Settings reports them.
 var Keys = []string{
-	KeyPartitions, KeyRetentionBytes, KeyRetentionAge, KeySegmentBytes, KeySegmentAge,
+	KeyPartitions, KeyRetentionBytes, KeyRetentionAge, KeySegmentBytes, KeySegmentAge, KeyIndexInterval,
 	KeyFlush, KeyReadPath, KeyCleanup, KeyMinCleanableDirtyRatio, KeyMinCompactionLag, KeyDeleteRetention,
 	KeyTimestampType, KeyMaxMessageBytes, KeyCompression, KeyUnclean,
 }
@@ -238,6 +260,7 @@ func (c Config) Settings() []Setting {
 		{KeyRetentionAge, FormatDuration(d.RetentionAge)},
 		{KeySegmentBytes, FormatBytes(d.SegmentBytes)},
 		{KeySegmentAge, FormatDuration(d.SegmentAge)},
+		{KeyIndexInterval, formatIndexInterval(d.IndexIntervalBytes)},
 		{KeyFlush, d.Flush.String()},
 		{KeyReadPath, d.ReadPath.String()},
 		{KeyCleanup, d.Cleanup.String()},
@@ -254,8 +277,9 @@ func (c Config) Settings() []Setting {
 // Set parses value into the field that key names: a key of Keys or a short
 // alias (retention, segment, cleanup, timestamp, compression). Sizes take
 // ParseBytes syntax, durations ParseDuration syntax; retention settings also
-// take "-1" or "unlimited"; delete.retention.ms takes 0 as Kafka does
-// (NoDeleteRetention); min.cleanable.dirty.ratio is a decimal number. Set
+// take "-1" or "unlimited"; delete.retention.ms and index.interval.bytes take
+// 0 as Kafka does (NoDeleteRetention, IndexEveryBatch);
+// min.cleanable.dirty.ratio is a decimal number. Set
 // checks the value's syntax and range, and leaves c unchanged on error.
 func (c *Config) Set(key, value string) error {
 	if k, ok := keyAliases[key]; ok {
@@ -276,6 +300,8 @@ func (c *Config) Set(key, value string) error {
 		n.SegmentBytes, err = ParseBytes(value)
 	case KeySegmentAge:
 		n.SegmentAge, err = ParseDuration(value)
+	case KeyIndexInterval:
+		n.IndexIntervalBytes, err = parseIndexInterval(value)
 	case KeyFlush:
 		n.Flush, err = log.ParseFlushPolicy(value)
 	case KeyReadPath:
@@ -341,6 +367,30 @@ func zeroField(c Config, key string) bool {
 		return c.MinCleanableDirtyRatio == 0
 	}
 	return false
+}
+
+// parseIndexInterval reads a ParseBytes size of at most math.MaxInt32
+// bytes (Kafka's int), Kafka's 0 as IndexEveryBatch.
+func parseIndexInterval(value string) (int32, error) {
+	b, err := ParseBytes(value)
+	switch {
+	case err != nil:
+		return 0, err
+	case b > math.MaxInt32:
+		return 0, fmt.Errorf("%d bytes is above %d", b, math.MaxInt32)
+	case b == 0:
+		return IndexEveryBatch, nil
+	}
+	return int32(b), nil
+}
+
+// formatIndexInterval writes IndexEveryBatch as Kafka's 0, which Set reads
+// back as IndexEveryBatch.
+func formatIndexInterval(n int32) string {
+	if n == IndexEveryBatch {
+		return "0"
+	}
+	return FormatBytes(int64(n))
 }
 
 // formatDeleteRetention writes NoDeleteRetention as Kafka's 0, which Set

@@ -30,6 +30,7 @@ func TestConfigDefaults(t *testing.T) {
 		MaxMessageBytes: 1048588,
 		Compression:     CompressionProducer,
 
+		IndexIntervalBytes:     4096,
 		MinCleanableDirtyRatio: 0.5,
 		MinCompactionLag:       0,
 		DeleteRetention:        24 * time.Hour,
@@ -58,6 +59,8 @@ func TestConfigValidate(t *testing.T) {
 		{"SegmentBytes", Config{SegmentBytes: MinSegmentBytes - 1}},
 		{"SegmentBytes", Config{SegmentBytes: MaxSegmentBytes + 1}},
 		{"SegmentAge", Config{SegmentAge: -1}},
+		{"IndexIntervalBytes", Config{IndexIntervalBytes: -2}},
+		{"IndexIntervalBytes", Config{IndexIntervalBytes: math.MinInt32}},
 		{"MaxMessageBytes", Config{MaxMessageBytes: 10}},
 		{"Flush", Config{Flush: log.FlushInterval(0)}},
 		{"Flush", Config{Flush: log.FlushInterval(-time.Second)}},
@@ -88,6 +91,9 @@ func TestConfigValidate(t *testing.T) {
 		{Flush: log.FlushNone, ReadPath: readpath.Sendfile, Cleanup: CleanupCompactDelete, TimestampType: LogAppendTime, Compression: CompressionZstd},
 		{MinCleanableDirtyRatio: 1, MinCompactionLag: time.Hour, DeleteRetention: NoDeleteRetention},
 		{MinCleanableDirtyRatio: 1e-9, DeleteRetention: time.Nanosecond},
+		{IndexIntervalBytes: IndexEveryBatch},
+		{IndexIntervalBytes: 1},
+		{IndexIntervalBytes: math.MaxInt32},
 	} {
 		if err := ok.Validate(); err != nil {
 			t.Errorf("Validate(%+v) = %v", ok, err)
@@ -112,6 +118,12 @@ func TestConfigSet(t *testing.T) {
 		{"segment.bytes", "64MiB", func(c Config) bool { return c.SegmentBytes == 64<<20 }},
 		{"segment", "100MB", func(c Config) bool { return c.SegmentBytes == 100e6 }},
 		{"segment.ms", "12h", func(c Config) bool { return c.SegmentAge == 12*time.Hour }},
+		{"index.interval.bytes", "128", func(c Config) bool { return c.IndexIntervalBytes == 128 }},
+		{"index.interval.bytes", "4096", func(c Config) bool { return c.IndexIntervalBytes == DefaultIndexIntervalBytes }},
+		{"index.interval.bytes", "1KiB", func(c Config) bool { return c.IndexIntervalBytes == 1024 }},
+		{"index.interval.bytes", "2147483647", func(c Config) bool { return c.IndexIntervalBytes == math.MaxInt32 }},
+		// Kafka's 0 is "every batch", not "the default".
+		{"index.interval.bytes", "0", func(c Config) bool { return c.IndexIntervalBytes == IndexEveryBatch }},
 		{"flush", "sync", func(c Config) bool { return c.Flush == log.FlushSync }},
 		{"flush", "none", func(c Config) bool { return c.Flush == log.FlushNone }},
 		{"flush", "interval:100ms", func(c Config) bool {
@@ -148,6 +160,10 @@ func TestConfigSet(t *testing.T) {
 		{"segment.bytes", "3GiB", nil},
 		{"segment.ms", "0s", nil},
 		{"segment.ms", "-1", nil},
+		{"index.interval.bytes", "-1", nil},
+		{"index.interval.bytes", "2GiB", nil},
+		{"index.interval.bytes", "4k4", nil},
+		{"index.interval.bytes", "", nil},
 		{"flush", "interval:0s", nil},
 		{"flush", "interval", nil},
 		{"flush", "every:x", nil},
@@ -204,6 +220,8 @@ func randomConfig(r *rand.Rand) Config {
 		MinCleanableDirtyRatio: []float64{1, DefaultMinCleanableDirtyRatio, 1 - r.Float64()}[r.IntN(3)],
 		MinCompactionLag:       []time.Duration{0, time.Duration(r.Int64N(1 << 45))}[r.IntN(2)],
 		DeleteRetention:        []time.Duration{NoDeleteRetention, DefaultDeleteRetention, time.Duration(1 + r.Int64N(1<<45))}[r.IntN(3)],
+
+		IndexIntervalBytes: []int32{IndexEveryBatch, DefaultIndexIntervalBytes, 1 + r.Int32N(math.MaxInt32)}[r.IntN(3)],
 	}
 	switch r.IntN(4) {
 	case 1:

@@ -24,8 +24,10 @@
 // The compaction settings (min.cleanable.dirty.ratio, min.compaction.lag.ms,
 // delete.retention.ms) matter only to topics whose cleanup policy compacts;
 // delete.retention.ms=0 means what it means in Kafka, no tombstone
-// retention (NoDeleteRetention), not the default. A catalog written before
-// a setting existed loads with that setting's default.
+// retention (NoDeleteRetention), not the default; so does
+// index.interval.bytes=0, an index entry at every batch (IndexEveryBatch).
+// A catalog written before a setting existed loads with that setting's
+// default.
 //
 // The flush policy (Config.Flush) and the read path (Config.ReadPath) are
 // the types of the packages that carry them out, log.FlushPolicy and

@@ -46,7 +46,7 @@ func ExampleOpenCatalog() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	for _, s := range info.Config.Settings()[:6] {
+	for _, s := range info.Config.Settings()[:7] {
 		fmt.Printf("%s=%s\n", s.Key, s.Value)
 	}
 	fmt.Println(topic.DirName("orders", 2))
@@ -57,6 +57,7 @@ func ExampleOpenCatalog() {
 	// retention.ms=7d
 	// segment.bytes=1GiB
 	// segment.ms=7d
+	// index.interval.bytes=4KiB
 	// flush=interval:100ms
 	// orders-2
 }

@@ -56,6 +56,9 @@ func TestAdminTopics(t *testing.T) {
 	if c := got["segment.bytes"]; c.MaybeValue() != "1073741824" || c.Source != 5 {
 		t.Fatalf("segment.bytes: %+v", c)
 	}
+	if c := got["index.interval.bytes"]; c.MaybeValue() != "4096" || c.Source != 5 {
+		t.Fatalf("index.interval.bytes: %+v, want Kafka's default 4096, DEFAULT_CONFIG", c)
+	}
 	if c := got["compression.type"]; c.MaybeValue() != "uncompressed" {
 		t.Fatalf("compression.type: %+v", c)
 	}

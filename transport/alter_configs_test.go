@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/foliolog/folio/topic"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -166,6 +167,36 @@ func TestAlterTopicConfigs(t *testing.T) {
 		}
 	}
 	rs, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "flush.messages", Value: ptr("0")}}, "a")
+	check(rs, err, map[string]error{"a": kerr.InvalidConfig})
+
+	// index.interval.bytes in Kafka's unit, bytes: stored, reported as
+	// set, Kafka's 0 (an entry at every batch) read back as 0, DELETE back
+	// to Kafka's default; a negative interval is INVALID_CONFIG.
+	for _, step := range []struct {
+		op     kadm.IncrementalOp
+		value  string
+		want   string
+		source kmsg.ConfigSource
+		stored int32
+	}{
+		{kadm.SetConfig, "128", "128", kmsg.ConfigSourceDynamicTopicConfig, 128},
+		{kadm.SetConfig, "0", "0", kmsg.ConfigSourceDynamicTopicConfig, topic.IndexEveryBatch},
+		{kadm.DeleteConfig, "", "4096", kmsg.ConfigSourceDefaultConfig, topic.DefaultIndexIntervalBytes},
+	} {
+		var v *string
+		if step.op == kadm.SetConfig {
+			v = ptr(step.value)
+		}
+		rs, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: step.op, Name: "index.interval.bytes", Value: v}}, "a")
+		check(rs, err, nil)
+		if c := describe("a")["index.interval.bytes"]; c.MaybeValue() != step.want || c.Source != step.source {
+			t.Errorf("index.interval.bytes after %v %s: %q source %v, want %q %v", step.op, step.value, c.MaybeValue(), c.Source, step.want, step.source)
+		}
+		if in, err := ts.b.TopicInfo("a"); err != nil || in.Config.IndexIntervalBytes != step.stored {
+			t.Errorf("index.interval.bytes after %v %s: stored %d (%v), want %d", step.op, step.value, in.Config.IndexIntervalBytes, err, step.stored)
+		}
+	}
+	rs, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "index.interval.bytes", Value: ptr("-1")}}, "a")
 	check(rs, err, map[string]error{"a": kerr.InvalidConfig})
 
 	// DELETE goes back to the default.

@@ -39,7 +39,6 @@ type kafkaConfig struct {
 // the default Kafka reports for them.
 var acceptedKeys = map[string]string{
 	"min.insync.replicas":                     "1",
-	"index.interval.bytes":                    "4096",
 	"segment.index.bytes":                     "10485760",
 	"segment.jitter.ms":                       "0",
 	"preallocate":                             "false",
@@ -138,6 +137,10 @@ func kafkaValues(cfg topic.Config) [][2]string {
 	if cfg.DeleteRetention > 0 {
 		deleteRetention = ms(cfg.DeleteRetention)
 	}
+	indexInterval := strconv.FormatInt(int64(cfg.IndexIntervalBytes), 10)
+	if cfg.IndexIntervalBytes == topic.IndexEveryBatch {
+		indexInterval = "0" // Kafka's "every batch", which Set reads back so
+	}
 	flushMessages, flushMs := kafkaNever, kafkaNever
 	switch {
 	case cfg.Flush == log.FlushSync:
@@ -154,6 +157,7 @@ func kafkaValues(cfg topic.Config) [][2]string {
 		{"delete.retention.ms", deleteRetention},
 		{keyFlushMessages, flushMessages},
 		{keyFlushMs, flushMs},
+		{topic.KeyIndexInterval, indexInterval},
 		{"max.message.bytes", strconv.FormatInt(int64(cfg.MaxMessageBytes), 10)},
 		{"message.timestamp.type", cfg.TimestampType.String()},
 		{"min.cleanable.dirty.ratio", strconv.FormatFloat(cfg.MinCleanableDirtyRatio, 'g', -1, 64)},

@@ -68,6 +68,10 @@ type dmgBase struct {
 
 var dmgParts = []dmgPart{{"events", 0}, {"events", 1}, {"table", 0}}
 
+// dmgIndexInterval is the generated topics' index.interval.bytes: about
+// one entry per batch of three records.
+const dmgIndexInterval = 128
+
 // buildDamageBase generates the data directory: "events" (delete policy,
 // two partitions of several segments) and "table" (compacted, one
 // compaction pass run), an idempotent producer (so snapshots), and group
@@ -82,10 +86,13 @@ func buildDamageBase(t *testing.T, clean bool) *dmgBase {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if _, err := b.CreateTopic("events", folio.TopicConfig{Partitions: 2, SegmentBytes: 1200}); err != nil {
+	// A small index interval, so that the segments' .index and
+	// .timeindex files hold entries to damage (under the default 4096 a
+	// segment of 1200 bytes never gets one).
+	if _, err := b.CreateTopic("events", folio.TopicConfig{Partitions: 2, SegmentBytes: 1200, IndexIntervalBytes: dmgIndexInterval}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.CreateTopic("table", folio.TopicConfig{Partitions: 1, SegmentBytes: 1200, Cleanup: folio.CleanupCompact}); err != nil {
+	if _, err := b.CreateTopic("table", folio.TopicConfig{Partitions: 1, SegmentBytes: 1200, IndexIntervalBytes: dmgIndexInterval, Cleanup: folio.CleanupCompact}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -53,6 +53,7 @@ var settingHelp = map[string]string{
 	topic.KeyRetentionAge:           "how long records are kept: a duration (12h, 7d) or unlimited",
 	topic.KeySegmentBytes:           "the size at which a partition starts a new segment (64MiB, 1GiB)",
 	topic.KeySegmentAge:             "the age at which a partition starts a new segment (1h, 7d)",
+	topic.KeyIndexInterval:          "the bytes of batches between two entries of a segment's offset and time indexes (a size: 128, 4KiB; 0 indexes every batch); new segments take a change",
 	topic.KeyFlush:                  "what an acknowledgement waits for: sync (an fsync covers the record), none (the page cache: a power cut can lose it), interval:<duration> (an fsync every duration, e.g. interval:100ms) or every:<n> (an fsync every n records, e.g. every:1000)",
 	topic.KeyReadPath:               "how reads reach the segment files: mmap (mapped views; sockets get write(2) from the mapping) or sendfile (pread in process; sockets get sendfile(2))",
 	topic.KeyCleanup:                "delete (retention deletes old segments), compact (keep each key's latest record) or compact,delete (both)",
