@@ -137,12 +137,7 @@ func TestReadPassesOverDamage(t *testing.T) {
 				t.Fatalf("damage reported as %+v (%v), want %s at byte %d, offsets %d to %d", d, d, path, at, from, resume-1)
 			}
 			t.Logf("%v", d)
-			var expect []rec
-			for _, w := range want {
-				if w.offset < from || w.offset >= resume {
-					expect = append(expect, w)
-				}
-			}
+			expect := outside(want, from, resume)
 			sameRecs(t, got, expect)
 			// A read inside the range reports it too.
 			if _, err := l.Read(from, 1<<20); !errors.As(err, &d) || d.Resume != resume {

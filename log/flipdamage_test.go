@@ -66,12 +66,7 @@ func TestActiveHeaderFlipCostsOneBatch(t *testing.T) {
 						t.Fatal(err)
 					}
 					from, resume := base[k], base[k+1]
-					var expect []rec
-					for _, w := range want {
-						if w.offset < from || w.offset >= resume {
-							expect = append(expect, w)
-						}
-					}
+					expect := outside(want, from, resume)
 					l = openT(t, nil, dir, o, st)
 					defer l.Close()
 					if l.LogEndOffset() != int64(len(want)) {

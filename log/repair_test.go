@@ -65,12 +65,7 @@ func TestRepairSealedKeepsBatchesAfterDamage(t *testing.T) {
 			if err := os.WriteFile(path, data, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			var expect []rec
-			for _, w := range want {
-				if w.offset < from || w.offset >= resume {
-					expect = append(expect, w)
-				}
-			}
+			expect := outside(want, from, resume)
 
 			l = openT(t, nil, dir, o, st)
 			got, damaged := readPassing(t, l, 0)
@@ -155,12 +150,7 @@ func TestLocatedDamageIsRewritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	from, resume := base[k], base[k+1]
-	var expect []rec
-	for _, w := range want {
-		if w.offset < from || w.offset >= resume {
-			expect = append(expect, w)
-		}
-	}
+	expect := outside(want, from, resume)
 	l = openT(t, nil, dir, o, st)
 	got, damaged := readLocating(t, l, 0)
 	if len(damaged) != 1 || damaged[0].From != from || damaged[0].Resume != resume || damaged[0].Path != path {
@@ -230,12 +220,7 @@ func TestCleanOpenKeepsActiveBatchesAfterDamage(t *testing.T) {
 		t.Fatal(err)
 	}
 	from, resume := base[k], base[k+1]
-	var expect []rec
-	for _, w := range want {
-		if w.offset < from || w.offset >= resume {
-			expect = append(expect, w)
-		}
-	}
+	expect := outside(want, from, resume)
 	l = openT(t, nil, dir, o, st)
 	damageNaming(t, l.Recovery(), filepath.Base(path))
 	got, damaged := readPassing(t, l, 0)
@@ -287,12 +272,7 @@ func TestLocatedActiveDamageIsRewrittenAtClose(t *testing.T) {
 					resume = base[k+1]
 				}
 			})
-			var expect []rec
-			for _, w := range want {
-				if w.offset < from || w.offset >= resume {
-					expect = append(expect, w)
-				}
-			}
+			expect := outside(want, from, resume)
 			got, damaged := readLocating(t, l, 0)
 			if len(damaged) != 1 || damaged[0].From != from || damaged[0].Resume != resume {
 				t.Fatalf("damage reported as %v, want offsets %d to %d", damaged, from, resume-1)
@@ -381,12 +361,7 @@ func TestReadPassesOverFlippedBaseOffset(t *testing.T) {
 		t.Fatal(err)
 	}
 	from, resume := base[k], base[k+1]
-	var expect []rec
-	for _, w := range want {
-		if w.offset < from || w.offset >= resume {
-			expect = append(expect, w)
-		}
-	}
+	expect := outside(want, from, resume)
 	l = openT(t, nil, dir, o, l.Checkpoint())
 	got, damaged := readLocating(t, l, 0)
 	if len(damaged) != 1 || damaged[0].From != from || damaged[0].Resume != resume || damaged[0].Path != path {
@@ -403,4 +378,16 @@ func TestReadPassesOverFlippedBaseOffset(t *testing.T) {
 		t.Fatalf("after the rewrite: %v", damaged)
 	}
 	sameRecs(t, got, expect)
+}
+
+// outside returns the records of want outside the damaged range [from,
+// resume): what a reader still gets.
+func outside(want []rec, from, resume int64) []rec {
+	var keep []rec
+	for _, w := range want {
+		if w.offset < from || w.offset >= resume {
+			keep = append(keep, w)
+		}
+	}
+	return keep
 }
