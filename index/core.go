@@ -3,6 +3,7 @@ package index
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime/debug"
 	"sync"
@@ -163,7 +164,22 @@ func (c *core) mapOpened(f vfs.File, writable bool, sanity sanityFunc) (*mapping
 // checkFile is the O(1) open-time sanity check: the size is whole entries
 // and the first and last entries pass sanity. It reads them with ReadAt, so
 // a bad file is never mapped.
+//
+// A file that shrinks between the size read and the last entry's read
+// (a reader opening a live writer's index as the writer seals and trims
+// it) is checked again at its new size; one that keeps shrinking is
+// corrupt, which its users answer by rebuilding it.
 func (c *core) checkFile(f vfs.File, sanity sanityFunc) (int64, error) {
+	for range 3 {
+		size, err := c.checkFileOnce(f, sanity)
+		if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return size, err
+		}
+	}
+	return 0, errs.Corruptf(ErrCorrupt, c.path, -1, "it kept shrinking while its last entry was read")
+}
+
+func (c *core) checkFileOnce(f vfs.File, sanity sanityFunc) (int64, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return 0, fmt.Errorf("index: stat %s: %w", c.path, err)
