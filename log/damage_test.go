@@ -77,11 +77,7 @@ func TestReadPassesOverDamage(t *testing.T) {
 			o := &Options{SegmentBytes: 4096, FlushPolicy: FlushNone, IndexIntervalBytes: 256}
 			l := openT(t, nil, dir, o, State{})
 			want := appendN(t, l, "b", 120, 2, 40)
-			var bases []int64
-			l.snap.Load().segs.Ascend(func(e *segEntry) bool {
-				bases = append(bases, e.base)
-				return true
-			})
+			bases := segBases(l)
 			if err := l.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -339,11 +335,7 @@ func TestDamagedLastOffsetInRebuild(t *testing.T) {
 	o := &Options{SegmentBytes: 2048, FlushPolicy: FlushNone, IndexIntervalBytes: 256}
 	l := openT(t, nil, dir, o, State{})
 	want := appendN(t, l, "r", 60, 2, 40)
-	var bases []int64
-	l.snap.Load().segs.Ascend(func(e *segEntry) bool {
-		bases = append(bases, e.base)
-		return true
-	})
+	bases := segBases(l)
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}

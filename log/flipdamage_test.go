@@ -132,11 +132,7 @@ func TestSealedBaseOffsetFlipCostsOneBatch(t *testing.T) {
 				o := &Options{SegmentBytes: 24 * 160, FlushPolicy: FlushNone, IndexIntervalBytes: 1 << 20}
 				l := openT(t, nil, dir, o, State{})
 				want := appendN(t, l, "b", 30, 2, 40)
-				var bases []int64
-				l.snap.Load().segs.Ascend(func(e *segEntry) bool {
-					bases = append(bases, e.base)
-					return true
-				})
+				bases := segBases(l)
 				if err := l.Close(); err != nil {
 					t.Fatal(err)
 				}

@@ -28,11 +28,7 @@ func buildLog(t testing.TB, dir string, n int) ([]rec, []int64, State) {
 		t.Fatal(err)
 	}
 	want := appendN(t, l, "b", n, 2, 120)
-	var bases []int64
-	l.snap.Load().segs.Ascend(func(e *segEntry) bool {
-		bases = append(bases, e.base)
-		return true
-	})
+	bases := segBases(l)
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -28,11 +28,7 @@ func TestRepairSealedKeepsBatchesAfterDamage(t *testing.T) {
 			o := &Options{SegmentBytes: 4096, FlushPolicy: FlushNone, IndexIntervalBytes: 1 << 20}
 			l := openT(t, nil, dir, o, State{})
 			want := appendN(t, l, "b", 120, 2, 40)
-			var bases []int64
-			l.snap.Load().segs.Ascend(func(e *segEntry) bool {
-				bases = append(bases, e.base)
-				return true
-			})
+			bases := segBases(l)
 			if err := l.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -129,11 +125,7 @@ func TestLocatedDamageIsRewritten(t *testing.T) {
 	o := &Options{SegmentBytes: 4096, FlushPolicy: FlushNone, IndexIntervalBytes: 256}
 	l := openT(t, nil, dir, o, State{})
 	want := appendN(t, l, "b", 120, 2, 40)
-	var bases []int64
-	l.snap.Load().segs.Ascend(func(e *segEntry) bool {
-		bases = append(bases, e.base)
-		return true
-	})
+	bases := segBases(l)
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -341,11 +333,7 @@ func TestReadPassesOverFlippedBaseOffset(t *testing.T) {
 	o := &Options{SegmentBytes: 4096, FlushPolicy: FlushNone, IndexIntervalBytes: 256}
 	l := openT(t, nil, dir, o, State{})
 	want := appendN(t, l, "b", 120, 2, 40)
-	var bases []int64
-	l.snap.Load().segs.Ascend(func(e *segEntry) bool {
-		bases = append(bases, e.base)
-		return true
-	})
+	bases := segBases(l)
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}

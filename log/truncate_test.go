@@ -62,11 +62,7 @@ func TestTruncateTo(t *testing.T) {
 func TestTruncateAtSegmentBase(t *testing.T) {
 	l := openT(t, nil, t.TempDir(), &Options{SegmentBytes: 2048, FlushPolicy: FlushNone}, State{})
 	want := appendN(t, l, "s", 60, 4, 60)
-	var bases []int64
-	l.snap.Load().segs.Ascend(func(e *segEntry) bool {
-		bases = append(bases, e.base)
-		return true
-	})
+	bases := segBases(l)
 	if len(bases) < 4 {
 		t.Fatalf("%d segments", len(bases))
 	}
