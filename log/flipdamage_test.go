@@ -57,14 +57,7 @@ func TestActiveHeaderFlipCostsOneBatch(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if c.at < 0 {
-						record.Batch(data[pos[k]:]).SetBaseOffset(base[k-1])
-					} else {
-						data[pos[k]+int64(c.at)] ^= c.xor
-					}
-					if err := os.WriteFile(path, data, 0o644); err != nil {
-						t.Fatal(err)
-					}
+					flipHeader(t, path, data, pos[k], base, k, c.at, c.xor)
 					from, resume := base[k], base[k+1]
 					expect := outside(want, from, resume)
 					l = openT(t, nil, dir, o, st)
@@ -178,14 +171,7 @@ func TestSealedBaseOffsetFlipCostsOneBatch(t *testing.T) {
 				if k < 0 {
 					k = len(pos) - 1
 				}
-				if c.at < 0 {
-					record.Batch(data[pos[k]:]).SetBaseOffset(base[k-1])
-				} else {
-					data[pos[k]+int64(c.at)] ^= c.xor
-				}
-				if err := os.WriteFile(path, data, 0o644); err != nil {
-					t.Fatal(err)
-				}
+				flipHeader(t, path, data, pos[k], base, k, c.at, c.xor)
 				var expect []rec
 				for _, w := range want {
 					if !gone[w.offset] && (w.offset < base[k] || w.offset > last[k]) {
@@ -207,5 +193,21 @@ func TestSealedBaseOffsetFlipCostsOneBatch(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// flipHeader damages the batch at position pos, the k-th of the file at
+// path whose bytes are data and whose batches start at the offsets base:
+// with at < 0 its base offset becomes the one before's, else its byte at
+// at is xored with xor. It writes the file back.
+func flipHeader(t *testing.T, path string, data []byte, pos int64, base []int64, k, at int, xor byte) {
+	t.Helper()
+	if at < 0 {
+		record.Batch(data[pos:]).SetBaseOffset(base[k-1])
+	} else {
+		data[pos+int64(at)] ^= xor
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

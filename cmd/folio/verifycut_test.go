@@ -47,22 +47,7 @@ func TestVerifyNamesSegmentCutAtBoundary(t *testing.T) {
 func TestVerifyFlippedBaseOffsetOfLastBatch(t *testing.T) {
 	dir, pdir, bases := threeSegments(t)
 	path := segment.LogPath(pdir, bases[len(bases)-1])
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pos := 0
-	for p := 0; p < len(data); {
-		b, _, err := record.Parse(data[p:])
-		if err != nil {
-			t.Fatalf("%s at %d: %v", path, p, err)
-		}
-		pos, p = p, p+len(b)
-	}
-	data[pos+4] ^= 0x01 // base offset += 1<<24
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	pos := flipLastBaseOffset(t, path)
 	r := fails(t, 1, []string{"problem"}, "", "verify", "-dir", dir)
 	named := false
 	for _, l := range lines(r.stdout) {
@@ -82,6 +67,25 @@ func TestVerifyFlippedBaseOffsetOfLastBatch(t *testing.T) {
 func TestVerifyFlippedBaseOffsetOfSealedLastBatch(t *testing.T) {
 	dir, pdir, bases := threeSegments(t)
 	path := segment.LogPath(pdir, bases[0])
+	pos := flipLastBaseOffset(t, path)
+	r := fails(t, 1, []string{"problem"}, "", "verify", "-dir", dir)
+	named := false
+	for _, l := range lines(r.stdout) {
+		named = named || strings.HasPrefix(l, "PROBLEM") && strings.Contains(l, path+":") && strings.Contains(l, fmt.Sprintf("position %d:", pos))
+		if strings.Contains(l, "overlaps the previous segment") {
+			t.Errorf("verify blames a segment after the damaged one: %s", l)
+		}
+	}
+	if !named {
+		t.Errorf("verify does not name %s at position %d:\n%s", path, pos, r.stdout)
+	}
+}
+
+// flipLastBaseOffset flips a byte of the base offset of the last batch of
+// the .log at path (base offset += 1<<24; the CRC does not cover it) and
+// returns the batch's position.
+func flipLastBaseOffset(t *testing.T, path string) int {
+	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -94,19 +98,9 @@ func TestVerifyFlippedBaseOffsetOfSealedLastBatch(t *testing.T) {
 		}
 		pos, p = p, p+len(b)
 	}
-	data[pos+4] ^= 0x01 // base offset += 1<<24
+	data[pos+4] ^= 0x01
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := fails(t, 1, []string{"problem"}, "", "verify", "-dir", dir)
-	named := false
-	for _, l := range lines(r.stdout) {
-		named = named || strings.HasPrefix(l, "PROBLEM") && strings.Contains(l, path+":") && strings.Contains(l, fmt.Sprintf("position %d:", pos))
-		if strings.Contains(l, "overlaps the previous segment") {
-			t.Errorf("verify blames a segment after the damaged one: %s", l)
-		}
-	}
-	if !named {
-		t.Errorf("verify does not name %s at position %d:\n%s", path, pos, r.stdout)
-	}
+	return pos
 }
