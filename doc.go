@@ -17,10 +17,10 @@
 // A Producer appends Records. Keyed records go where Kafka's default
 // partitioner puts them (murmur2 of the key), unkeyed ones stick to a
 // partition for a batch's worth, and ManualPartitioning honours
-// Record.Partition. Records are batched per partition: with Linger 0 a batch
-// is appended as soon as the partition's previous append is done, so
-// batches grow with the load. Produce waits for the acknowledgement;
-// ProduceAsync reports it to a callback. Memory held by records not yet
+// Record.Partition. Records are batched per partition: a batch waits up to
+// ProducerOptions.Linger (5 ms, Kafka's linger.ms) for more records, and
+// no longer than the next Flush; Produce waits for the acknowledgement and
+// never lingers; ProduceAsync reports it to a callback. Memory held by records not yet
 // acknowledged is capped (ProducerOptions.MaxBufferedBytes): past the cap a
 // produce call blocks under its ctx rather than growing without bound.
 // Producers are idempotent by default: each has a durable producer id and

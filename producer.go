@@ -15,9 +15,14 @@ import (
 
 // Defaults of ProducerOptions.
 const (
-	// DefaultBatchBytes caps a batch's uncompressed size. With Linger 0
-	// a batch is usually cut well below it: when the partition's previous
-	// append finishes, whatever accumulated meanwhile is appended.
+	// DefaultLinger is how long a batch waits for more records by
+	// default: Kafka's linger.ms default since Kafka 4.0 (KIP-1030). A
+	// Flush, a synchronous Produce, or a full batch ends the wait at once.
+	DefaultLinger = 5 * time.Millisecond
+	// DefaultBatchBytes caps a batch's uncompressed size. A batch is
+	// usually cut below it: when the linger ends, or (with no linger) when
+	// the partition's previous append finishes, whatever accumulated is
+	// appended.
 	DefaultBatchBytes = 64 << 10
 	// DefaultMaxBufferedBytes caps the memory held by records produced but
 	// not yet acknowledged (Kafka's buffer.memory).
@@ -28,10 +33,20 @@ const (
 // zero field, means the default stated on the field.
 type ProducerOptions struct {
 	// Linger is how long a partition's batch may wait for more records
-	// before it is appended, when no append to that partition is in
-	// progress. Default 0: append at once. Records produced while an
-	// append is in progress wait for it and then go together, so batches
-	// grow with the load even at 0.
+	// before it is appended (Kafka's linger.ms). Default DefaultLinger
+	// (5 ms). A negative Linger appends at once (linger.ms=0), when no
+	// append to that partition is in progress; records produced while one
+	// is still wait for it and then go together, so batches grow with the
+	// load even then.
+	//
+	// The linger never delays a caller that waits: Flush appends every
+	// buffered record at once, and a synchronous Produce appends its
+	// record's batch at once. It delays only records produced with
+	// ProduceAsync that nothing flushes, by at most Linger. A producer
+	// that flushes after each batch of ProduceAsync calls gets its whole
+	// batch in one append on Flush's goroutine (see Flush), where a
+	// negative Linger hands the first record to a sender goroutine at once
+	// and every batch across goroutines.
 	Linger time.Duration
 
 	// BatchBytes caps the uncompressed size of one batch, and is how many
@@ -74,6 +89,12 @@ func (o *ProducerOptions) withDefaults() ProducerOptions {
 	if o != nil {
 		c = *o
 	}
+	switch {
+	case c.Linger == 0:
+		c.Linger = DefaultLinger
+	case c.Linger < 0:
+		c.Linger = 0 // no linger; below, 0 means none
+	}
 	if c.BatchBytes == 0 {
 		c.BatchBytes = DefaultBatchBytes
 	}
@@ -88,8 +109,6 @@ func (o *ProducerOptions) validate() error {
 		return fmt.Errorf("%w: ProducerOptions.%s %s", ErrInvalidConfig, field, fmt.Sprintf(format, args...))
 	}
 	switch {
-	case o.Linger < 0:
-		return bad("Linger", "%v is negative", o.Linger)
 	case o.BatchBytes < record.HeaderSize:
 		return bad("BatchBytes", "%d is below a batch header (%d bytes)", o.BatchBytes, record.HeaderSize)
 	case o.MaxBufferedBytes < 0:
@@ -228,7 +247,7 @@ func (p *Producer) Produce(ctx context.Context, rec *Record) (partition int32, o
 	// partition's batch holds this record alone and no append is under
 	// way, it is taken here (no hand-off to the sender and back; the only
 	// callback it runs is this call's own).
-	buffered, pp, own := p.produce(ctx, &w.rec, w.callback, ctx.Done() == nil)
+	buffered, pp, own := p.produce(ctx, &w.rec, w.callback, true, ctx.Done() == nil)
 	if !buffered {
 		return settled(<-w.done)
 	}
@@ -278,15 +297,17 @@ func (p *Producer) ProduceAsync(ctx context.Context, rec *Record, callback func(
 	if callback == nil {
 		callback = func(*Record, error) {}
 	}
-	p.produce(ctx, rec, callback, false)
+	p.produce(ctx, rec, callback, false, false)
 }
 
 // produce buffers rec, or calls cb with the reason it did not, and reports
-// whether it buffered it. With claim (a synchronous Produce, whose cb is
-// its own), the batch holding rec alone may be handed back as own, with
-// the partition's sending role taken for it: the caller appends it with
+// whether it buffered it. With wait (a synchronous Produce) the batch
+// holding rec is due at once: its caller waits, so it does not linger.
+// With claim (a synchronous Produce whose ctx cannot end, whose cb is its
+// own), the batch holding rec alone may be handed back as own, with the
+// partition's sending role taken for it: the caller appends it with
 // pp.sendClaimed.
-func (p *Producer) produce(ctx context.Context, rec *Record, cb func(*Record, error), claim bool) (buffered bool, pp *prodPart, own *pendingBatch) {
+func (p *Producer) produce(ctx context.Context, rec *Record, cb func(*Record, error), wait, claim bool) (buffered bool, pp *prodPart, own []*pendingBatch) {
 	if p.closed.Load() {
 		cb(rec, ErrClosed)
 		return false, nil, nil
@@ -314,7 +335,7 @@ func (p *Producer) produce(ctx context.Context, rec *Record, cb func(*Record, er
 		return false, nil, nil
 	}
 	p.pending.Add(1)
-	own, err = pp.add(rec, cb, size, alone, claim)
+	own, err = pp.add(rec, cb, size, alone, wait, claim)
 	p.closeMu.RUnlock()
 	if err != nil {
 		p.finish(1, size)
@@ -437,10 +458,21 @@ func (p *Producer) finish(n int, size int64) {
 // is reported to its callback only: Flush returns nil once every record
 // settled, acknowledged or failed, so a caller that must know counts the
 // failures in its callbacks (see the README's program).
+//
+// With a ctx that can never end (context.Background), one partition's
+// buffered records may be appended on the calling goroutine instead of
+// its sender's, when no append of that partition is under way: no hand-off
+// to the sender and back, the common case of a producer that flushes after
+// each batch. Their callbacks then run on the calling goroutine, before
+// Flush returns, as they would have before it returned anyway.
 func (p *Producer) Flush(ctx context.Context) error {
 	p.flushing.Add(1)
 	defer p.flushing.Add(-1)
-	p.kickAll()
+	if pp, own := p.kickAll(ctx.Done() == nil); own != nil {
+		// Before Flush counts itself a waiter, so that the append's
+		// settling has no waiter to wake.
+		pp.sendClaimed(own)
+	}
 	p.flushWaiters.Add(1)
 	defer p.flushWaiters.Add(-1)
 	for {
@@ -461,15 +493,27 @@ func (p *Producer) Flush(ctx context.Context) error {
 // kickAll starts the append of every partition's buffered records. It
 // kicks under topicsMu rather than copying the partitions aside, an
 // allocation per Flush: kick takes only pp.mu, and nothing holding a
-// pp.mu takes topicsMu.
-func (p *Producer) kickAll() {
+// pp.mu takes topicsMu. With claim, the first partition that has records
+// to append and no append under way is not handed to a sender: its
+// batches come back as own, with the sending role taken for them, for the
+// caller to append with pp.sendClaimed once topicsMu is released (a
+// callback may produce to a topic the producer has not met, which takes
+// topicsMu).
+func (p *Producer) kickAll(claim bool) (pp *prodPart, own []*pendingBatch) {
 	p.topicsMu.Lock()
 	defer p.topicsMu.Unlock()
 	for _, pt := range p.topics {
-		for _, pp := range pt.parts {
-			pp.kick()
+		for _, part := range pt.parts {
+			if claim && own == nil {
+				if own = part.kick(true); own != nil {
+					pp = part
+				}
+				continue
+			}
+			part.kick(false)
 		}
 	}
+	return pp, own
 }
 
 // Close appends what is buffered, waits for every outcome to be reported,
@@ -485,7 +529,7 @@ func (p *Producer) Close() error {
 	//lint:ignore SA2001 a barrier: once taken, no produce call is buffering past this point
 	p.closeMu.Unlock()
 	p.flushing.Add(1)
-	p.kickAll()
+	p.kickAll(false)
 	close(p.quit) // parked senders append what kickAll gave them, then exit
 	p.senders.Wait()
 	p.b.clientsMu.Lock()
@@ -518,6 +562,10 @@ type prodPart struct {
 	parked  bool            // the sender waits on wake for the next records
 	wake    chan struct{}   // hands a parked sender its next records
 	timer   *time.Timer     // linger timer, armed while cur waits
+	// held is the list of batches a caller that takes the sending role
+	// (add and kick with claim) appends on its own goroutine, reused so
+	// that taking them allocates nothing; it belongs to the role's holder.
+	held []*pendingBatch
 
 	// Owned by the running sender.
 	seq  int32    // the next batch's base sequence
@@ -599,16 +647,21 @@ func codecPool(codec record.Codec) *sync.Pool {
 }
 
 // add puts rec, whose batch alone would be alone bytes, in the open batch
-// and makes sure it will be appended: by the sender, or, with claim, when
+// (due at once with wait) and makes sure it will be appended: by the
+// sender, or, with claim, when
 // the batch holds rec alone, due now, and no append is under way, by the
 // caller, to whom add then hands the batch (own) with the sending role
 // taken (see sendClaimed).
-func (pp *prodPart) add(rec *Record, cb func(*Record, error), size int64, alone int, claim bool) (own *pendingBatch, err error) {
+func (pp *prodPart) add(rec *Record, cb func(*Record, error), size int64, alone int, wait, claim bool) (own []*pendingBatch, err error) {
 	pp.mu.Lock()
 	lagging, err := pp.addLocked(rec, cb, size, alone)
 	if err == nil {
+		if wait {
+			pp.cur.due = true
+		}
 		if claim && !pp.sending && len(pp.ready) == 0 && len(pp.cur.recs) == 1 && pp.takeCurLocked() {
-			own, pp.cur = pp.cur, nil
+			own, pp.cur = append(pp.held[:0], pp.cur), nil
+			pp.held = own
 			if pp.timer != nil {
 				pp.timer.Stop()
 				pp.timer = nil
@@ -629,17 +682,22 @@ func (pp *prodPart) add(rec *Record, cb func(*Record, error), size int64, alone 
 	return own, err
 }
 
-// sendClaimed appends own, the batch add handed the caller with the
-// sending role, on the caller's goroutine, then gives up the role: records
-// that came meanwhile go to the sender as usual.
-func (pp *prodPart) sendClaimed(own *pendingBatch) {
-	defer pp.pr.senders.Done()
+// sendClaimed appends own, the batches add or kick handed the caller with
+// the sending role, on the caller's goroutine, then gives up the role:
+// records that came meanwhile go to the sender as usual. The role is given
+// up even if a callback panics, so that the partition's later records
+// still reach a sender.
+func (pp *prodPart) sendClaimed(own []*pendingBatch) {
+	defer func() {
+		pp.mu.Lock()
+		pp.sending = false
+		pp.scheduleLocked()
+		pp.mu.Unlock()
+		pp.pr.senders.Done()
+	}()
 	pp.pr.inline.Add(1)
-	pp.appendBatches([]*pendingBatch{own})
-	pp.mu.Lock()
-	pp.sending = false
-	pp.scheduleLocked()
-	pp.mu.Unlock()
+	pp.appendBatches(own)
+	clear(own) // pp.held: drop the settled batches
 }
 
 // addLocked is add under pp.mu, short of scheduling the append; it reports
@@ -729,8 +787,11 @@ func (pp *prodPart) lingerDone() {
 	pp.scheduleLocked()
 }
 
-// kick appends whatever is buffered now (Flush, Close).
-func (pp *prodPart) kick() {
+// kick appends whatever is buffered now (Flush, Close). With claim, when
+// no append is under way, it takes the buffered batches and the sending
+// role for the caller instead of handing them to a sender, and returns
+// them (see sendClaimed).
+func (pp *prodPart) kick(claim bool) (own []*pendingBatch) {
 	pp.mu.Lock()
 	defer pp.mu.Unlock()
 	if pp.timer != nil {
@@ -740,7 +801,21 @@ func (pp *prodPart) kick() {
 	if pp.cur != nil {
 		pp.cur.due = true
 	}
+	if claim && !pp.sending && (len(pp.ready) > 0 || pp.takeCurLocked()) {
+		own = append(pp.held[:0], pp.ready...)
+		clear(pp.ready)
+		pp.ready = pp.ready[:0]
+		if pp.takeCurLocked() {
+			own = append(own, pp.cur)
+			pp.cur = nil
+		}
+		pp.held = own
+		pp.sending = true
+		pp.pr.senders.Add(1) // Close waits for this append as for a sender's
+		return own
+	}
 	pp.scheduleLocked()
+	return nil
 }
 
 // send appends batches until there are none to append.

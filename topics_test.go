@@ -311,7 +311,6 @@ func TestOptionsValidate(t *testing.T) {
 	}
 	b := openT(t, t.TempDir(), nil)
 	bad := map[string]any{
-		"Linger":           &ProducerOptions{Linger: -1},
 		"BatchBytes":       &ProducerOptions{BatchBytes: 10},
 		"MaxBufferedBytes": &ProducerOptions{MaxBufferedBytes: -1},
 		"Compression":      &ProducerOptions{Compression: 7},

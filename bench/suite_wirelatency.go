@@ -165,7 +165,7 @@ func localLatency(ctx context.Context, dir string, rate int, dur time.Duration) 
 	if _, err := b.CreateTopic("lat", folio.TopicConfig{Partitions: 1, Flush: folio.FlushNone}); err != nil {
 		return nil, err
 	}
-	p, err := b.NewProducer(nil)
+	p, err := b.NewProducer(&folio.ProducerOptions{Linger: -1}) // linger 0, as kgo's above
 	if err != nil {
 		return nil, err
 	}

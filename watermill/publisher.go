@@ -21,7 +21,10 @@ type PublisherOptions struct {
 	// Marshaler turns messages into records. Default DefaultMarshaler{}.
 	Marshaler Marshaler
 	// Producer configures the underlying folio.Producer (batching,
-	// compression, idempotence). Default nil: folio's defaults.
+	// compression, idempotence). Default nil: folio's defaults, except
+	// that a zero Linger means none rather than folio's 5 ms: Publish
+	// waits for its messages, so a linger would only delay it. Set Linger
+	// to let concurrent Publish calls share batches at that cost.
 	Producer *folio.ProducerOptions
 	// DisableTopicCreation makes Publish to a missing topic fail with an
 	// error matching folio.ErrUnknownTopic. Default false: the topic is
@@ -62,7 +65,14 @@ func NewPublisher(b *folio.Broker, opts *PublisherOptions) (*Publisher, error) {
 	if o.Logger == nil {
 		o.Logger = watermill.NopLogger{}
 	}
-	prod, err := b.NewProducer(o.Producer)
+	var po folio.ProducerOptions
+	if o.Producer != nil {
+		po = *o.Producer
+	}
+	if po.Linger == 0 {
+		po.Linger = -1 // none: see PublisherOptions.Producer
+	}
+	prod, err := b.NewProducer(&po)
 	if err != nil {
 		return nil, fmt.Errorf("foliowatermill: new producer: %w", err)
 	}
