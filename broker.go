@@ -219,6 +219,10 @@ func open(dir string, o Options, lk *dirLock) (_ *Broker, retErr error) {
 			_ = cat.Close()
 			return nil, err
 		}
+		if err := b.cluster.adoptStandalone(infos); err != nil {
+			_ = cat.Close()
+			return nil, err
+		}
 	}
 	topics, err := b.openTopics(infos, ckpt, clean)
 	if err != nil {

@@ -45,6 +45,14 @@ import (
 // brokers answer NOT_COORDINATOR. A commit is acknowledged once the
 // partition's high watermark passed it (acks=all), within
 // OffsetCommitTimeout.
+//
+// A data directory a broker used alone joins the cluster with its topics:
+// opened with ClusterOptions while the metadata holds no
+// __consumer_offsets, it enters its own __consumer_offsets and its other
+// topics into the metadata, led by this broker, and the other replicas
+// copy them (see adoptStandalone). Open it before any other broker
+// creates the cluster's __consumer_offsets; after that, Open fails rather
+// than split the groups' commits between two topics.
 type ClusterOptions struct {
 	// BrokerID is this broker's id, unique in the cluster, >= 0. Required.
 	BrokerID int32
@@ -569,6 +577,98 @@ func (c *cluster) ensureOffsetsTopic() error {
 	if err != nil && !errors.Is(err, ErrTopicExists) {
 		return fmt.Errorf("folio: creating %s: %w", group.OffsetsTopic, err)
 	}
+	return nil
+}
+
+// adoptStandalone makes the topics of a broker that kept consumer groups
+// alone (its data directory's, from before it was opened with
+// ClusterOptions) the cluster's, so that its records and its groups'
+// commits stay where clients look for them: when the directory's
+// __consumer_offsets is not in the metadata and the metadata holds none,
+// every topic of the directory that the metadata does not name enters it
+// under its local id and configuration, __consumer_offsets first,
+// replicated as ensureOffsetsTopic and createTopic would create them
+// (min(3, brokers) replicas for __consumer_offsets, ReplicationFactor for
+// the others), with this broker first among every partition's replicas:
+// it leads each in epoch 0 and is each one's whole ISR, and the others
+// join the ISR once they have copied its log (replica.Mem's AdoptTopic).
+// All of them, not __consumer_offsets alone: a coordinator on another
+// broker would take the commits of a topic it cannot see for commits of a
+// deleted topic, and drop them. Run at Open, after the catalog is read and
+// before the partitions open, so that they open with their replication
+// hooks.
+//
+// A directory whose __consumer_offsets is in the metadata under its id (a
+// replica of the cluster's) adopts nothing, nor does one without
+// __consumer_offsets: their topics outside the metadata stay this
+// broker's own, as before. A topic whose name the metadata holds under
+// another id stays this broker's own too, with a warning; for
+// __consumer_offsets that cannot be (its commits and the cluster's would
+// answer for the same groups), and Open fails naming both ids: the
+// directory opens as before without ClusterOptions.
+//
+// The metadata is replica.Mem, which lives as long as the process: after
+// a restart of the whole process it is empty, and the first broker to
+// open adopts its own copies. Restarting a cluster keeps its metadata
+// only with the Raft issue's.
+func (c *cluster) adoptStandalone(infos []topic.Info) error {
+	i := slices.IndexFunc(infos, func(in topic.Info) bool { return in.Name == group.OffsetsTopic })
+	if i < 0 {
+		return nil
+	}
+	offsets := infos[i]
+	conflict := func(rec replica.TopicRecord) error {
+		return fmt.Errorf("%w: broker %d: the data directory's %s (topic id %s) is not the cluster's (topic id %s), which another broker created first; "+
+			"to keep its commits, open this broker before any other creates the cluster's (at the first group call or FindCoordinator)",
+			ErrInvalidConfig, c.opts.BrokerID, group.OffsetsTopic, offsets.ID, rec.ID)
+	}
+	if rec, ok := c.meta.Topic(group.OffsetsTopic); ok {
+		if rec.ID != offsets.ID {
+			return conflict(rec)
+		}
+		return nil // adopted before, or a replica of the cluster's
+	}
+	order := append([]topic.Info{offsets}, slices.Delete(slices.Clone(infos), i, i+1)...)
+	for _, in := range order {
+		if err := c.adopt(in); err != nil {
+			if in.Name == group.OffsetsTopic {
+				if cur, ok := c.meta.Topic(in.Name); ok && cur.ID != in.ID {
+					return conflict(cur)
+				}
+				if errors.Is(err, topic.ErrExists) {
+					return nil // another broker's Open adopted the same copy meanwhile
+				}
+				return err
+			}
+			c.b.logger.Warn("folio: a topic of the data directory stays this broker's own, outside the cluster", "topic", in.Name, "id", in.ID, "err", err)
+		}
+	}
+	return nil
+}
+
+// adopt enters topic in into the metadata with this broker as the leader
+// and whole ISR of each partition (see adoptStandalone).
+func (c *cluster) adopt(in topic.Info) error {
+	rf := c.opts.ReplicationFactor
+	if in.Name == group.OffsetsTopic {
+		rf = min(3, len(c.opts.Brokers))
+	}
+	assignment := c.assign(0, in.Config.Partitions, rf)
+	self := c.opts.BrokerID
+	for p, rs := range assignment {
+		if j := slices.Index(rs, self); j >= 0 {
+			rs = slices.Delete(rs, j, j+1)
+		} else {
+			rs = rs[:len(rs)-1]
+		}
+		assignment[p] = append([]int32{self}, rs...)
+	}
+	rec := replica.TopicRecord{Name: in.Name, ID: in.ID, Internal: in.Internal, Config: in.Config.WithDefaults()}
+	if err := c.meta.AdoptTopic(rec, assignment, replica.Member{ID: self, Incarnation: c.inc}); err != nil {
+		return fmt.Errorf("folio: adopting topic %q into the cluster: %w", in.Name, err)
+	}
+	c.b.logger.Info("folio: a topic of the data directory is now the cluster's", "topic", in.Name,
+		"id", in.ID, "broker", self, "replicationFactor", rf, "partitions", in.Config.Partitions)
 	return nil
 }
 

@@ -3,11 +3,15 @@ package folio
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/foliolog/folio/group"
 	"github.com/foliolog/folio/replica"
+	"github.com/foliolog/folio/topic"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -206,4 +210,240 @@ func fetchGroupOffset(ctx context.Context, t *testing.T, b *Broker, groupID, top
 		t.Fatal(err)
 	}
 	return resp.Topics[0].Partitions[0].Offset
+}
+
+// TestClusterAdoptsSingleBrokerOffsets: a data directory whose broker
+// kept a topic and consumer groups alone joins a cluster, and its records
+// and commits stay where clients look for them. Its __consumer_offsets and
+// its topic enter the metadata under their own ids, led by that broker,
+// alone in the ISR until the other replicas have copied its log; after
+// that broker shuts down, the new leader of the group's offsets partition
+// coordinates the group and serves the commit made before the cluster
+// existed (a coordinator that could not see the topic would drop it as a
+// deleted topic's), and the topic's new leader holds its records. A second
+// directory with its own __consumer_offsets cannot join the same cluster:
+// Open names the conflict.
+func TestClusterAdoptsSingleBrokerOffsets(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const groupID, topicName = "old-group", "events"
+	var eventsID topic.ID
+	commitAlone := func(dir string, offset int64) topic.ID {
+		b := openT(t, dir, nil)
+		eventsID = createTopicT(t, b, topicName, TopicConfig{Partitions: 1, Flush: FlushNone}).ID
+		p := producerT(t, b, nil)
+		for i := range 50 {
+			if _, _, err := p.Produce(ctx, &Record{Topic: topicName, Value: value("e", i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		coord, err := b.GroupCoordinator()
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := coord.OffsetCommit(ctx, &group.OffsetCommitRequest{Group: groupID, GenerationID: -1, Topics: []group.OffsetCommitTopic{
+			{Topic: topicName, Partitions: []group.OffsetCommitPartition{{Partition: 0, Offset: offset, LeaderEpoch: -1}}},
+		}})
+		if err != nil || resp.Topics[0].Partitions[0].Err != nil {
+			t.Fatalf("commit alone: %v %+v", err, resp)
+		}
+		info, err := b.DescribeTopic(group.OffsetsTopic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return info.ID
+	}
+	oldDir := t.TempDir()
+	oldID := commitAlone(oldDir, 42)
+	oldEventsID := eventsID
+
+	tc := newTestClusterDirs(t, 3, ClusterOptions{MinInsyncReplicas: 2, SessionTimeout: 2 * time.Second}, map[int32]string{1: oldDir})
+	rec, ok := tc.meta.Topic(group.OffsetsTopic)
+	if !ok || rec.ID != oldID {
+		t.Fatalf("the cluster's %s: %+v %v; the directory's id is %s", group.OffsetsTopic, rec, ok, oldID)
+	}
+	tp := replica.TopicPartition{Topic: group.OffsetsTopic, Partition: group.PartitionFor(groupID, rec.Config.Partitions)}
+
+	// committed asks broker id's coordinator for the group's commit,
+	// waiting while the partition loads or has no leader.
+	committed := func(id int32) int64 {
+		t.Helper()
+		off := int64(-2)
+		waitFor(t, fmt.Sprintf("broker %d to coordinate %q", id, groupID), func() bool {
+			coord, err := tc.brokers[id].GroupCoordinator()
+			if err == nil {
+				var resp *group.OffsetFetchResponse
+				resp, err = coord.OffsetFetch(ctx, &group.OffsetFetchRequest{Group: groupID,
+					Topics: []group.OffsetFetchTopic{{Topic: topicName, Partitions: []int32{0}}}})
+				if err == nil {
+					off = resp.Topics[0].Partitions[0].Offset
+					return true
+				}
+			}
+			if !errors.Is(err, group.ErrNotCoordinator) && !errors.Is(err, group.ErrCoordinatorLoadInProgress) {
+				t.Fatalf("broker %d: offset fetch: %v", id, err)
+			}
+			return false
+		})
+		return off
+	}
+	state := func() replica.State {
+		t.Helper()
+		st, err := tc.meta.Partition(ctx, tp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	if st := state(); st.Leader != 1 || len(st.Replicas) != 3 || len(st.ISR) != 1 {
+		t.Fatalf("group's offsets partition, adopted: %+v; want broker 1 leading 3 replicas, alone in the ISR", st)
+	}
+	if got := committed(1); got != 42 {
+		t.Fatalf("the adopting broker serves commit %d, want 42", got)
+	}
+	// The other replicas copy the log and join the ISR.
+	deadline := time.Now().Add(5 * time.Second)
+	waitFor(t, "the followers to join the ISR", func() bool {
+		if time.Now().After(deadline) {
+			deadline = time.Now().Add(5 * time.Second)
+			for id := int32(1); id <= 3; id++ {
+				p, err := tc.brokers[id].lookup(tp.Topic, tp.Partition)
+				if err != nil {
+					t.Logf("broker %d: %v", id, err)
+					continue
+				}
+				t.Logf("broker %d: end %d hw %d state %+v", id, p.LogEndOffset(), p.HighWatermark(), state())
+			}
+		}
+		return len(state().ISR) == 3
+	})
+	tc.stop(1)
+	var leader int32
+	waitFor(t, "a new leader", func() bool {
+		leader = state().Leader
+		return leader >= 0 && leader != 1
+	})
+	if got := committed(leader); got != 42 {
+		t.Fatalf("broker %d, the new coordinator, serves commit %d, want 42", leader, got)
+	}
+	// The directory's other topic came along: its records are on the
+	// new leader's replica.
+	evRec, ok := tc.meta.Topic(topicName)
+	if !ok || evRec.ID != oldEventsID {
+		t.Fatalf("%s in the metadata: %+v %v; the directory's id is %s", topicName, evRec, ok, oldEventsID)
+	}
+	waitFor(t, "a leader of "+topicName, func() bool {
+		st, err := tc.meta.Partition(ctx, replica.TopicPartition{Topic: topicName})
+		return err == nil && st.Leader >= 0 && st.Leader != 1
+	})
+	ev, err := tc.meta.Partition(ctx, replica.TopicPartition{Topic: topicName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := tc.brokers[ev.Leader].mustPart(t, topicName); p.LogEndOffset() != 50 {
+		t.Fatalf("broker %d leads %s-0 with %d records, want the 50 written alone", ev.Leader, topicName, p.LogEndOffset())
+	}
+
+	// Another single broker's offsets: not the cluster's.
+	otherDir := t.TempDir()
+	commitAlone(otherDir, 7)
+	o := tc.opts
+	o.BrokerID = 1
+	if b, err := Open(otherDir, &Options{Cluster: &o}); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), group.OffsetsTopic) {
+		if err == nil {
+			_ = b.Close()
+		}
+		t.Fatalf("opening a directory with its own %s into the cluster: %v", group.OffsetsTopic, err)
+	}
+}
+
+// TestClusterCoordinatorWithoutReplicaOfTopic: a group's coordinator need
+// not hold a replica of the topics the group reads (four brokers, a topic
+// of three replicas). It takes the group's commits for such a topic,
+// knowing its partitions from the metadata, and after it shuts down the
+// next coordinator loads them back rather than dropping them for a
+// deleted topic's.
+func TestClusterCoordinatorWithoutReplicaOfTopic(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	tc := newTestCluster(t, 4, ClusterOptions{ReplicationFactor: 3, SessionTimeout: 2 * time.Second})
+	const topicName = "narrow"
+	if _, err := tc.brokers[1].CreateTopic(topicName, TopicConfig{Partitions: 1, Flush: FlushNone}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := tc.meta.Partition(ctx, replica.TopicPartition{Topic: topicName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tc.brokers[1].GroupCoordinator(); err != nil { // creates __consumer_offsets
+		t.Fatal(err)
+	}
+	rec, ok := tc.meta.Topic(group.OffsetsTopic)
+	if !ok {
+		t.Fatal("no offsets topic in the metadata")
+	}
+	// A group whose offsets partition a broker without a replica of the
+	// topic leads.
+	var groupID string
+	var tp replica.TopicPartition
+	var coord int32
+	for i := 0; groupID == ""; i++ {
+		g := fmt.Sprint("g", i)
+		tp = replica.TopicPartition{Topic: group.OffsetsTopic, Partition: group.PartitionFor(g, rec.Config.Partitions)}
+		ost, err := tc.meta.Partition(ctx, tp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(st.Replicas, ost.Leader) {
+			groupID, coord = g, ost.Leader
+		}
+	}
+	request := func(id int32, f func(*group.Coordinator) error) {
+		t.Helper()
+		waitFor(t, fmt.Sprintf("broker %d to coordinate %q", id, groupID), func() bool {
+			c, err := tc.brokers[id].GroupCoordinator()
+			if err == nil {
+				err = f(c)
+			}
+			if errors.Is(err, group.ErrNotCoordinator) || errors.Is(err, group.ErrCoordinatorLoadInProgress) {
+				return false
+			}
+			if err != nil {
+				t.Fatalf("broker %d: %v", id, err)
+			}
+			return true
+		})
+	}
+	request(coord, func(c *group.Coordinator) error {
+		resp, err := c.OffsetCommit(ctx, &group.OffsetCommitRequest{Group: groupID, GenerationID: -1, Topics: []group.OffsetCommitTopic{
+			{Topic: topicName, Partitions: []group.OffsetCommitPartition{{Partition: 0, Offset: 0, LeaderEpoch: -1}}},
+		}})
+		if err == nil {
+			err = resp.Topics[0].Partitions[0].Err
+		}
+		return err
+	})
+	waitFor(t, "the offsets partition's ISR", func() bool {
+		ost, err := tc.meta.Partition(ctx, tp)
+		return err == nil && len(ost.ISR) == 3
+	})
+	tc.stop(coord)
+	var next int32 = -1
+	waitFor(t, "a new coordinator", func() bool {
+		ost, err := tc.meta.Partition(ctx, tp)
+		if err == nil && ost.Leader >= 0 && ost.Leader != coord {
+			next = ost.Leader
+		}
+		return next >= 0
+	})
+	request(next, func(c *group.Coordinator) error {
+		resp, err := c.OffsetFetch(ctx, &group.OffsetFetchRequest{Group: groupID, Topics: []group.OffsetFetchTopic{{Topic: topicName, Partitions: []int32{0}}}})
+		if err == nil && resp.Topics[0].Partitions[0].Offset != 0 {
+			t.Fatalf("broker %d serves commit %d of %s, want 0", next, resp.Topics[0].Partitions[0].Offset, topicName)
+		}
+		return err
+	})
 }

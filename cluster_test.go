@@ -35,6 +35,13 @@ type testCluster struct {
 }
 
 func newTestCluster(t *testing.T, n int, opts ClusterOptions) *testCluster {
+	return newTestClusterDirs(t, n, opts, nil)
+}
+
+// newTestClusterDirs is newTestCluster with the data directories of dirs
+// for the brokers it names (fresh ones for the others); brokers open in
+// the order of their ids.
+func newTestClusterDirs(t *testing.T, n int, opts ClusterOptions, dirs map[int32]string) *testCluster {
 	tc := &testCluster{t: t, meta: replica.NewMem(), book: map[int32]string{}, dirs: map[int32]string{},
 		brokers: map[int32]*Broker{}, stops: map[int32]func(){}}
 	ls := map[int32]net.Listener{}
@@ -44,11 +51,14 @@ func newTestCluster(t *testing.T, n int, opts ClusterOptions) *testCluster {
 			t.Fatal(err)
 		}
 		ls[id], tc.book[id], tc.dirs[id] = l, l.Addr().String(), filepath.Join(t.TempDir(), fmt.Sprint("b", id))
+		if d, ok := dirs[id]; ok {
+			tc.dirs[id] = d
+		}
 	}
 	opts.Metadata, opts.Brokers = tc.meta, tc.book
 	tc.opts = opts
-	for id, l := range ls {
-		tc.start(id, l)
+	for id := int32(1); id <= int32(n); id++ {
+		tc.start(id, ls[id])
 	}
 	t.Cleanup(func() {
 		for id := range tc.stops {

@@ -12,6 +12,7 @@ import (
 	"github.com/foliolog/folio/errs"
 	"github.com/foliolog/folio/group"
 	"github.com/foliolog/folio/log"
+	"github.com/foliolog/folio/replica"
 	"github.com/foliolog/folio/topic"
 )
 
@@ -145,24 +146,42 @@ func (g *brokerGroups) close() error {
 // groupTopics is the coordinator's view of the Broker's topics.
 type groupTopics struct{ b *Broker }
 
+// Partitions is the topic's partition count: the Broker's own topic's,
+// or on a cluster the metadata's for a replicated topic this broker holds
+// no replica of (a topic needs not have a replica on the coordinator of
+// every group that reads it: without the metadata's answer its commits
+// would be refused, and taken at load for a deleted topic's and dropped).
 func (t groupTopics) Partitions(name string) (int32, error) {
-	ts, ok := (*t.b.topics.Load())[name]
-	if !ok {
-		return 0, fmt.Errorf("%w: %q", ErrUnknownTopic, name) // UNKNOWN_TOPIC_OR_PARTITION
+	if ts, ok := (*t.b.topics.Load())[name]; ok {
+		return int32(len(ts.parts)), nil
 	}
-	return int32(len(ts.parts)), nil
+	if c := t.b.cluster; c != nil {
+		if rec, ok := c.meta.Topic(name); ok {
+			return rec.Config.Partitions, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: %q", ErrUnknownTopic, name) // UNKNOWN_TOPIC_OR_PARTITION
 }
 
+// Offsets are the Broker's replica's offsets of the partition, marked a
+// follower's on a cluster when this broker does not lead it.
 func (t groupTopics) Offsets(name string, partition int32) (group.PartitionOffsets, error) {
 	p, err := t.b.lookup(name, partition)
 	if err != nil {
 		return group.PartitionOffsets{}, errs.Mark(err, group.ErrUnknownTopicOrPartition)
 	}
-	return group.PartitionOffsets{
+	po := group.PartitionOffsets{
 		LogStart:      p.LogStartOffset(),
 		HighWatermark: p.HighWatermark(),
 		LogEnd:        p.LogEndOffset(),
-	}, nil
+	}
+	if c := t.b.cluster; c != nil {
+		if rec, ok := c.meta.Topic(name); ok && rec.ID == p.TopicID() {
+			st, err := c.meta.Partition(context.Background(), replica.TopicPartition{Topic: name, Partition: partition})
+			po.Follower = err != nil || st.Leader != c.opts.BrokerID
+		}
+	}
+	return po, nil
 }
 
 // groupReader is the group member's view of a plain Consumer.

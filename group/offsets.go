@@ -750,7 +750,7 @@ func (c *Coordinator) clamp(groups map[string]*group) { // before they are share
 		for _, tp := range sortedPartitions(tps) {
 			co := g.offsets[tp]
 			po, err := c.topics.Offsets(tp.Topic, tp.Partition)
-			if err != nil || co.offset <= po.LogEnd {
+			if err != nil || po.Follower || co.offset <= po.LogEnd {
 				continue
 			}
 			c.logger.Warn("group: committed offset beyond the partition's log end (records lost after the commit); clamping it",

@@ -66,6 +66,10 @@ type PartitionOffsets struct {
 	HighWatermark int64
 	// LogEnd is the offset the next record gets.
 	LogEnd int64
+	// Follower says the offsets are a follower replica's (a broker of a
+	// cluster that does not lead the partition): its LogEnd may lag the
+	// leader's, so the coordinator does not clamp committed offsets to it.
+	Follower bool
 }
 
 // LogStore is a Store over the partition logs of __consumer_offsets, in

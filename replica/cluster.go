@@ -44,6 +44,40 @@ func (m *Mem) CreateTopic(rec TopicRecord, assignment [][]int32) error {
 	return nil
 }
 
+// AdoptTopic adds a replicated topic whose records one broker already
+// holds, in one change: a topic that broker kept alone before it joined a
+// cluster (a single broker's __consumer_offsets). Partition p is assigned
+// the replicas assignment[p], whose first must be holder's id; holder leads
+// it in epoch 0 and is its whole ISR. The other replicas start empty,
+// outside the ISR, and join it once they have copied the leader's log, as
+// replicas added by a Kafka reassignment do: until then no election can
+// pass the records to a replica that lacks them. It fails as CreateTopic
+// does.
+func (m *Mem) AdoptTopic(rec TopicRecord, assignment [][]int32, holder Member) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.topics[rec.Name]; ok {
+		return fmt.Errorf("%w: %q", topic.ErrExists, rec.Name)
+	}
+	if len(assignment) != int(rec.Config.Partitions) {
+		return fmt.Errorf("replica: topic %q: %d partitions, %d assigned", rec.Name, rec.Config.Partitions, len(assignment))
+	}
+	if err := checkAssignment(rec.Name, 0, assignment); err != nil {
+		return err
+	}
+	for i, rs := range assignment {
+		if rs[0] != holder.ID {
+			return fmt.Errorf("replica: topic %q partition %d: replicas %v do not start with the holder %d", rec.Name, i, rs, holder.ID)
+		}
+	}
+	for i, rs := range assignment {
+		m.parts[TopicPartition{rec.Name, int32(i)}] = State{Replicas: slices.Clone(rs), Leader: holder.ID, ISR: []Member{holder}}
+	}
+	m.topics[rec.Name] = rec
+	m.notifyLocked()
+	return nil
+}
+
 // checkAssignment refuses an assignment that leaves a partition from
 // first on without replicas.
 func checkAssignment(name string, first int32, assignment [][]int32) error {

@@ -231,9 +231,13 @@ func (l *Leader) Fetched(ctx context.Context, f Fetch) (int64, error) {
 			// until it catches up again under its new incarnation.
 			ch = l.proposeLocked(slices.Delete(slices.Clone(l.state.ISR), i, i+1))
 		}
-	} else if l.pending == nil && l.hw >= 0 && f.Offset >= l.hw {
-		// Rejoin (Kip320 rule 4): in this epoch, at the high watermark,
-		// and the high watermark inside this epoch (hw >= 0 says so).
+	} else if l.pending == nil && f.Offset >= l.epochStart && f.Offset >= l.hw {
+		// Rejoin (KIP-320 rule 4, Kafka's isFollowerInSync): a fetch in
+		// this epoch at or past both the high watermark and the log end
+		// this epoch began with. Before the epoch has a high watermark
+		// (an ISR below min.insync.replicas holds it at -1, as in a
+		// topic adopted with its holder alone in the ISR) the epoch's
+		// start is the bound: everything committed lies below it.
 		isr := append(slices.Clone(l.state.ISR), Member{ID: f.Replica, Incarnation: f.Incarnation})
 		ch = l.proposeLocked(isr)
 	}
