@@ -44,7 +44,9 @@ import (
 // them when it loses it (Kafka's onElection and onResignation); the other
 // brokers answer NOT_COORDINATOR. A commit is acknowledged once the
 // partition's high watermark passed it (acks=all), within
-// OffsetCommitTimeout.
+// OffsetCommitTimeout. Kafka clients find the coordinator with
+// FindCoordinator; in-process members (JoinGroup) find it among the
+// cluster's Brokers of this process, and follow it when it moves.
 type ClusterOptions struct {
 	// BrokerID is this broker's id, unique in the cluster, >= 0. Required.
 	BrokerID int32
