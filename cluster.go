@@ -44,7 +44,9 @@ import (
 // them when it loses it (Kafka's onElection and onResignation); the other
 // brokers answer NOT_COORDINATOR. A commit is acknowledged once the
 // partition's high watermark passed it (acks=all), within
-// OffsetCommitTimeout.
+// OffsetCommitTimeout. Kafka clients find the coordinator with
+// FindCoordinator; in-process members (JoinGroup) find it among the
+// cluster's Brokers of this process, and follow it when it moves.
 //
 // A data directory a broker used alone joins the cluster with its topics:
 // opened with ClusterOptions while the metadata holds no
@@ -293,6 +295,7 @@ func (c *cluster) replication(in topic.Info, p int32) partition.Replication {
 
 // start registers the broker, opens its session, and runs the manager.
 func (c *cluster) start() {
+	registerClusterBroker(c)
 	c.meta.Register(c.opts.BrokerID, c.inc)
 	c.heartbeat()
 	c.wg.Add(2)
@@ -357,6 +360,9 @@ func (c *cluster) heartbeat() {
 // leads to another in-sync replica (or leaves it leaderless), leaves the
 // ISRs, stops its followers and leaders, and leaves the in-process link.
 func (c *cluster) stop() {
+	// First: in-process members stop finding this broker's coordinator
+	// before it hands its offsets partitions over.
+	unregisterClusterBroker(c)
 	if c.crashed.Load() {
 		c.halt()
 		return
@@ -707,6 +713,90 @@ func (c *cluster) coordinatorFor(groupID string) int32 {
 		return -1
 	}
 	return st.Leader
+}
+
+// clusterBrokers is the process's registry of Brokers opened with
+// ClusterOptions, by their shared metadata and broker id: how an
+// in-process group member (Broker.JoinGroup) reaches the coordinator of
+// its group on another Broker of its cluster. It works because the
+// brokers of a cluster share one replica.Mem in one process today; with
+// brokers in separate processes (the Raft issue), the member will have to
+// reach the coordinator over the Kafka wire, as a Kafka client does.
+var clusterBrokers struct {
+	// mu guards m. A leaf: nothing is called under it.
+	mu sync.Mutex
+	m  map[clusterBrokerKey]*cluster
+}
+
+type clusterBrokerKey struct {
+	meta *replica.Mem
+	id   int32
+}
+
+// registerClusterBroker adds c to the registry (a restarted broker
+// replaces the entry of its earlier incarnation).
+func registerClusterBroker(c *cluster) {
+	clusterBrokers.mu.Lock()
+	defer clusterBrokers.mu.Unlock()
+	if clusterBrokers.m == nil {
+		clusterBrokers.m = map[clusterBrokerKey]*cluster{}
+	}
+	clusterBrokers.m[clusterBrokerKey{c.meta, c.opts.BrokerID}] = c
+}
+
+// unregisterClusterBroker removes c from the registry, if the entry is
+// still c's.
+func unregisterClusterBroker(c *cluster) {
+	clusterBrokers.mu.Lock()
+	defer clusterBrokers.mu.Unlock()
+	k := clusterBrokerKey{c.meta, c.opts.BrokerID}
+	if clusterBrokers.m[k] == c {
+		delete(clusterBrokers.m, k)
+	}
+}
+
+// clusterBroker returns the running Broker id of the cluster of meta in
+// this process, nil if there is none.
+func clusterBroker(meta *replica.Mem, id int32) *Broker {
+	clusterBrokers.mu.Lock()
+	defer clusterBrokers.mu.Unlock()
+	if c := clusterBrokers.m[clusterBrokerKey{meta, id}]; c != nil {
+		return c.b
+	}
+	return nil
+}
+
+// groupCoordinatorFinder is group.MemberOptions.FindCoordinator for an
+// in-process member of groupID on this broker of a cluster: the
+// coordinator of the broker that leads the group's offsets partition
+// (coordinatorFor), found through the process's registry. No leader, or
+// a leader not running here (crashed, stopped, starting), is
+// COORDINATOR_NOT_AVAILABLE: the member retries. This broker's own
+// coordinator closed is ErrClosed: the member stops.
+func (c *cluster) groupCoordinatorFinder(groupID string) func(context.Context) (*group.Coordinator, error) {
+	return func(ctx context.Context) (*group.Coordinator, error) {
+		// Not refused while this Broker closes: the members it closes
+		// commit their last offsets, wherever the coordinator went.
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		id := c.coordinatorFor(groupID)
+		if id < 0 {
+			return nil, fmt.Errorf("group %q: its offsets partition has no leader: %w", groupID, group.ErrCoordinatorNotAvailable)
+		}
+		b := clusterBroker(c.meta, id)
+		if b == nil {
+			return nil, fmt.Errorf("group %q: coordinator %d does not run in this process: %w", groupID, id, group.ErrCoordinatorNotAvailable)
+		}
+		coord, err := b.groups.coordinator(b)
+		if err != nil {
+			if b == c.b && errors.Is(err, ErrClosed) {
+				return nil, fmt.Errorf("%w: %w", err, group.ErrClosed)
+			}
+			return nil, fmt.Errorf("group %q: coordinator %d: %w: %w", groupID, id, group.ErrCoordinatorNotAvailable, err)
+		}
+		return coord, nil
+	}
 }
 
 func (c *cluster) stopFollowing(rp *replPart) {

@@ -365,7 +365,8 @@ func TestClusterAdoptsSingleBrokerOffsets(t *testing.T) {
 // of three replicas). It takes the group's commits for such a topic,
 // knowing its partitions from the metadata, and after it shuts down the
 // next coordinator loads them back rather than dropping them for a
-// deleted topic's.
+// deleted topic's. An in-process member of such a group, on a broker with
+// a replica, takes its reset's start from its own broker.
 func TestClusterCoordinatorWithoutReplicaOfTopic(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -385,21 +386,60 @@ func TestClusterCoordinatorWithoutReplicaOfTopic(t *testing.T) {
 	if !ok {
 		t.Fatal("no offsets topic in the metadata")
 	}
-	// A group whose offsets partition a broker without a replica of the
+	// Groups whose offsets partition a broker without a replica of the
 	// topic leads.
-	var groupID string
+	var groupIDs []string
 	var tp replica.TopicPartition
 	var coord int32
-	for i := 0; groupID == ""; i++ {
+	for i := 0; len(groupIDs) < 2; i++ {
 		g := fmt.Sprint("g", i)
-		tp = replica.TopicPartition{Topic: group.OffsetsTopic, Partition: group.PartitionFor(g, rec.Config.Partitions)}
-		ost, err := tc.meta.Partition(ctx, tp)
+		gtp := replica.TopicPartition{Topic: group.OffsetsTopic, Partition: group.PartitionFor(g, rec.Config.Partitions)}
+		ost, err := tc.meta.Partition(ctx, gtp)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !slices.Contains(st.Replicas, ost.Leader) {
-			groupID, coord = g, ost.Leader
+			if len(groupIDs) == 0 {
+				tp, coord = gtp, ost.Leader
+			}
+			groupIDs = append(groupIDs, g)
 		}
+	}
+	groupID := groupIDs[0]
+
+	// An in-process member on a broker holding the topic, of a group
+	// that broker does not coordinate, starts at the earliest offset it
+	// reads there: the reset's offsets are its own broker's, not the
+	// coordinator's, which holds no replica.
+	home := st.Replicas[0]
+	p := producerT(t, tc.brokers[st.Leader], nil)
+	for i := range 3 {
+		// Until the leader's manager has applied its role, it refuses.
+		waitFor(t, "the topic's leader to take a record", func() bool {
+			_, _, err := p.Produce(ctx, &Record{Topic: topicName, Value: value("n", i)})
+			if err != nil && !errors.Is(err, replica.ErrNotLeader) {
+				t.Fatal(err)
+			}
+			return err == nil
+		})
+	}
+	gc, err := tc.brokers[home].JoinGroup(ctx, groupIDs[1], []string{topicName}, &GroupOptions{Reset: ResetEarliest, DisableAutoCommit: true})
+	if err != nil {
+		t.Fatalf("JoinGroup on broker %d, coordinated by one without a replica: %v", home, err)
+	}
+	var got []Record
+	for len(got) < 3 {
+		recs, err := gc.Poll(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, recs...)
+	}
+	if got[0].Offset != 0 || len(got) != 3 {
+		t.Fatalf("member read %d records from offset %d, want 3 from 0", len(got), got[0].Offset)
+	}
+	if err := gc.Close(); err != nil {
+		t.Fatal(err)
 	}
 	request := func(id int32, f func(*group.Coordinator) error) {
 		t.Helper()

@@ -187,6 +187,12 @@ func (t groupTopics) Offsets(name string, partition int32) (group.PartitionOffse
 // groupReader is the group member's view of a plain Consumer.
 type groupReader struct{ c *Consumer }
 
+// Offsets are the Consumer's Broker's: where the member reads, whichever
+// broker coordinates its group (group.OffsetsReader).
+func (r groupReader) Offsets(topicName string, partition int32) (group.PartitionOffsets, error) {
+	return groupTopics{r.c.b}.Offsets(topicName, partition)
+}
+
 func (r groupReader) Assign(starts []group.StartOffset) error {
 	as := make([]Assignment, len(starts))
 	for i, s := range starts {
@@ -271,6 +277,16 @@ type GroupConsumer struct {
 // returns once the member holds its first assignment or ctx ends. Committed
 // offsets are durable in __consumer_offsets, which the Broker creates on
 // the first call (FlushSync, compacted).
+//
+// With ClusterOptions, the member talks to its group's coordinator,
+// wherever it is: the Broker of this process's cluster that leads the
+// group's partition of __consumer_offsets (CoordinatorID), this one or
+// another. When that leadership moves (the Broker is shut down or
+// crashes), the member follows it as a Kafka client does
+// (group.MemberOptions.FindCoordinator): it retries every 100 ms until a
+// new leader has loaded the partition, rejoins the group there and
+// resumes from the committed offsets. It reads the records through this
+// Broker's replicas, as it always does.
 func (b *Broker) JoinGroup(ctx context.Context, groupID string, topics []string, opts *GroupOptions) (*GroupConsumer, error) {
 	var o GroupOptions
 	if opts != nil {
@@ -280,9 +296,21 @@ func (b *Broker) JoinGroup(ctx context.Context, groupID string, topics []string,
 		return nil, fmt.Errorf("%w: GroupOptions.Reset %d is not a reset policy", ErrInvalidConfig, o.Reset)
 	}
 	gs := &b.groups
-	coord, err := gs.coordinator(b)
-	if err != nil {
-		return nil, err
+	// On a cluster the group's coordinator is wherever its offsets
+	// partition is led, and moves with it: the member finds it as a Kafka
+	// client does, and starts from FindCoordinator's answer (nil here).
+	var coord *group.Coordinator
+	var find func(context.Context) (*group.Coordinator, error)
+	if b.cluster != nil {
+		if b.closed.Load() {
+			return nil, ErrClosed
+		}
+		find = b.cluster.groupCoordinatorFinder(groupID)
+	} else {
+		var err error
+		if coord, err = gs.coordinator(b); err != nil {
+			return nil, err
+		}
 	}
 	var co ConsumerOptions
 	if o.Consumer != nil {
@@ -302,7 +330,7 @@ func (b *Broker) JoinGroup(ctx context.Context, groupID string, topics []string,
 		InstanceID: o.InstanceID, ClientID: co.Name, Reset: o.Reset,
 		DisableAutoCommit: o.DisableAutoCommit, AutoCommitInterval: o.AutoCommitInterval,
 		OnAssigned: o.OnAssigned, OnRevoked: o.OnRevoked, OnLost: o.OnLost,
-		Logger: b.logger,
+		Logger: b.logger, FindCoordinator: find,
 	})
 	if err != nil {
 		_ = c.Close()

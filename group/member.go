@@ -122,7 +122,30 @@ type MemberOptions struct {
 	// Logger hears rebalances and failures of background work. Default:
 	// discard.
 	Logger *slog.Logger
+	// FindCoordinator names the group's coordinator now, as a Kafka
+	// client's FindCoordinator does: where the coordinator moves with the
+	// leadership of the group's offsets partition (a cluster), the member
+	// follows it. When a coordinator answers that it is not (or no
+	// longer, or not yet) the group's (ErrNotCoordinator,
+	// ErrCoordinatorLoadInProgress, ErrCoordinatorNotAvailable, or
+	// ErrClosed: it was closed), the member asks again, switches to the
+	// answer and retries the call, waiting RetryBackoff between tries
+	// while the answer is the same coordinator or an error (no leader
+	// yet), for as long as the call's ctx allows. Such answers then never
+	// stop the member; an error from FindCoordinator that matches
+	// ErrClosed (the member's own side is closing) does. The new
+	// coordinator may not know the member (Kafka's takes no membership
+	// over): it rejoins, its partitions lost, and resumes from the
+	// committed offsets. Join may be given a nil Coordinator: it starts
+	// from FindCoordinator's answer. Default nil: the Coordinator given to
+	// Join is the group's for good.
+	FindCoordinator func(ctx context.Context) (*Coordinator, error)
 }
+
+// RetryBackoff is how long a member with MemberOptions.FindCoordinator
+// waits before it asks again for a coordinator that is not available, or
+// retries one that is loading: Kafka's retry.backoff.ms.
+const RetryBackoff = 100 * time.Millisecond
 
 func (o *MemberOptions) withDefaults() MemberOptions {
 	var c MemberOptions
@@ -220,6 +243,23 @@ type StartOffset struct {
 	Offset int64
 }
 
+// OffsetsReader is a Reader that knows the offsets of the partitions it
+// reads (the copies it reads from): the member takes a reset's start from
+// it rather than from the coordinator, which, on another broker of a
+// cluster, may hold no replica of the partition.
+type OffsetsReader interface {
+	Offsets(topic string, partition int32) (PartitionOffsets, error)
+}
+
+// readerOffsets returns tp's offsets from the Reader when it knows them,
+// else from the coordinator's view of the topics.
+func (m *Member[R]) readerOffsets(tp TopicPartition) (PartitionOffsets, error) {
+	if r, ok := any(m.reader).(OffsetsReader); ok {
+		return r.Offsets(tp.Topic, tp.Partition)
+	}
+	return m.coordinator().topics.Offsets(tp.Topic, tp.Partition)
+}
+
 // errRejoin is the cause with which the heartbeat interrupts a fetch that
 // waits for records, so that Poll rejoins the group.
 var errRejoin = errors.New("group: rejoin needed")
@@ -238,7 +278,11 @@ var errRejoin = errors.New("group: rejoin needed")
 // goroutines at once with any benefit (they serialize). Commit, Assignment
 // and the other getters are safe from any goroutine.
 type Member[R any] struct {
-	coord     *Coordinator
+	// coord is the coordinator the member talks to: the one Join was
+	// given, switched by follow when FindCoordinator names another. Read
+	// it through coordinator() once per request, and follow from the
+	// value read, so that two failures of one coordinator switch once.
+	coord     atomic.Pointer[Coordinator]
 	group     string
 	reader    Reader[R]
 	opts      MemberOptions
@@ -285,16 +329,21 @@ type Member[R any] struct {
 	withheldAt              time.Time
 	pollCancel, fetchCancel context.CancelCauseFunc
 
-	kick   chan struct{}
-	stop   chan struct{}
-	wg     sync.WaitGroup
-	closed atomic.Bool
+	kick chan struct{}
+	stop chan struct{}
+	// stopCtx ends when Close stops the heartbeat: it bounds the
+	// heartbeat's search for a new coordinator.
+	stopCtx    context.Context
+	stopCancel context.CancelFunc
+	wg         sync.WaitGroup
+	closed     atomic.Bool
 }
 
 // Join joins a group with a subscription and returns once the member has
 // its first assignment (and its OnAssigned ran), or ctx ended. The
 // coordinator and reader stay owned by the caller; Close the Member before
-// either.
+// either. c may be nil when opts.FindCoordinator is set: the member starts
+// from its answer.
 func Join[R any](ctx context.Context, c *Coordinator, groupID string, reader Reader[R], opts *MemberOptions) (*Member[R], error) {
 	o := opts.withDefaults()
 	if err := o.validate(); err != nil {
@@ -303,11 +352,17 @@ func Join[R any](ctx context.Context, c *Coordinator, groupID string, reader Rea
 	if groupID == "" {
 		return nil, fmt.Errorf("%w: empty group id: %w", ErrInvalidOptions, ErrInvalidGroupID)
 	}
-	if c == nil || reader == nil {
+	if (c == nil && o.FindCoordinator == nil) || reader == nil {
 		return nil, fmt.Errorf("%w: nil coordinator or reader", ErrInvalidOptions)
 	}
+	if c == nil {
+		var err error
+		if c, err = findFirst(ctx, groupID, o.FindCoordinator); err != nil {
+			return nil, err
+		}
+	}
 	m := &Member[R]{
-		coord: c, group: groupID, reader: reader, opts: o, logger: o.Logger,
+		group: groupID, reader: reader, opts: o, logger: o.Logger,
 		assignors: map[string]Assignor{}, protocol: Cooperative, generation: -1, withheldGen: -1,
 		owned: map[TopicPartition]bool{}, unpositioned: map[TopicPartition]bool{},
 		consumed: map[TopicPartition]int64{}, processed: map[TopicPartition]int64{},
@@ -320,6 +375,8 @@ func Join[R any](ctx context.Context, c *Coordinator, groupID string, reader Rea
 			m.protocol = Eager
 		}
 	}
+	m.coord.Store(c)
+	m.stopCtx, m.stopCancel = context.WithCancel(context.Background())
 	m.nextAutoCommit = time.Now().Add(o.AutoCommitInterval)
 	m.wg.Add(1)
 	go m.heartbeatLoop()
@@ -535,15 +592,26 @@ func (m *Member[R]) poll(ctx context.Context) ([]R, error) {
 // fetch reads once, fenced by the member's generation before and after:
 // records read by a member the group moved past are dropped (their next
 // owner reads them from the committed offset).
+//
+// With FindCoordinator, a coordinator that moved is followed (the check
+// is asked of the new one). Records read but not handed out for any reason
+// other than the generation's end go back to the Reader: the member still
+// owns their partitions, and its next fetch must read them again.
 func (m *Member[R]) fetch(ctx context.Context, id string, gen int32) ([]R, error) {
-	if err := m.coord.ValidateGeneration(m.group, id, m.opts.InstanceID, gen); err != nil {
+	validate := func(c *Coordinator) (struct{}, error) {
+		return struct{}{}, c.ValidateGeneration(m.group, id, m.opts.InstanceID, gen)
+	}
+	if _, err := withCoordinator(ctx, m, validate); err != nil {
 		return nil, m.onRequestError(err, id, gen)
 	}
 	recs, err := m.reader.Poll(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := m.coord.ValidateGeneration(m.group, id, m.opts.InstanceID, gen); err != nil {
+	if _, err := withCoordinator(ctx, m, validate); err != nil {
+		if !fencingError(err) {
+			m.rewind(recs)
+		}
 		return nil, m.onRequestError(err, id, gen)
 	}
 	return recs, nil
@@ -557,7 +625,10 @@ func (m *Member[R]) fetch(ctx context.Context, id string, gen int32) ([]R, error
 func (m *Member[R]) onRequestError(err error, id string, gen int32) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if errors.Is(err, ErrClosed) {
+	if errors.Is(err, ErrClosed) && m.opts.FindCoordinator == nil {
+		// The coordinator is the group's for good: closed, it never
+		// answers again. A member that follows its coordinator looks
+		// for the next one instead (withCoordinator).
 		m.setFatalLocked(err)
 		return err
 	}
@@ -687,10 +758,7 @@ func (m *Member[R]) rebalance(ctx context.Context) error {
 		// would leave it as soon as it got its assignment.
 		m.inRebalance, m.lastPoll = false, time.Now()
 		m.mu.Unlock()
-		select {
-		case m.kick <- struct{}{}: // heartbeat at once: a rebalance may have begun meanwhile
-		default:
-		}
+		m.kickHeartbeat() // at once: a rebalance may have begun meanwhile
 	}()
 	m.prepareJoin(ctx)
 	for {
@@ -734,7 +802,7 @@ func (m *Member[R]) prepareJoin(ctx context.Context) {
 	m.mu.Unlock()
 	if inGeneration && !m.opts.DisableAutoCommit {
 		// A failure only means more redelivery.
-		_ = m.commitProcessed(context.WithoutCancel(ctx), nil)
+		_ = m.commitProcessed(ctx, nil, true)
 	}
 	if m.protocol == Eager {
 		m.mu.Lock()
@@ -776,7 +844,7 @@ func (m *Member[R]) join(ctx context.Context) (*JoinGroupResponse, error) {
 		for _, a := range m.opts.Assignors {
 			req.Protocols = append(req.Protocols, JoinGroupProtocol{Name: a.Name(), Metadata: meta})
 		}
-		resp, err := m.coord.JoinGroup(ctx, req)
+		resp, err := withCoordinator(ctx, m, func(c *Coordinator) (*JoinGroupResponse, error) { return c.JoinGroup(ctx, req) })
 		switch {
 		case errors.Is(err, ErrMemberIDRequired) && resp != nil:
 			m.mu.Lock()
@@ -806,10 +874,11 @@ func (m *Member[R]) sync(ctx context.Context, resp *JoinGroupResponse) (tps []To
 			return nil, false, err
 		}
 	}
-	sresp, err := m.coord.SyncGroup(ctx, &SyncGroupRequest{
+	sreq := &SyncGroupRequest{
 		Group: m.group, GenerationID: resp.GenerationID, MemberID: resp.MemberID, InstanceID: m.opts.InstanceID,
 		ProtocolType: ProtocolTypeConsumer, ProtocolName: resp.ProtocolName, Assignments: plan,
-	})
+	}
+	sresp, err := withCoordinator(ctx, m, func(c *Coordinator) (*SyncGroupResponse, error) { return c.SyncGroup(ctx, sreq) })
 	switch {
 	case errors.Is(err, ErrRebalanceInProgress):
 		return nil, true, nil
@@ -861,7 +930,7 @@ func (m *Member[R]) assign(resp *JoinGroupResponse) ([]SyncGroupAssignment, erro
 			if _, seen := counts[t]; seen {
 				continue
 			}
-			if n, err := m.coord.topics.Partitions(t); err == nil {
+			if n, err := m.coordinator().topics.Partitions(t); err == nil {
 				counts[t] = n
 			}
 		}
@@ -919,7 +988,7 @@ func (m *Member[R]) revoke(ctx context.Context, tps []TopicPartition) {
 		// Not abandoned when ctx ends: a revocation must complete, and
 		// the commit waits on no other party. A failure only means more
 		// redelivery.
-		_ = m.commitProcessed(context.WithoutCancel(ctx), tps)
+		_ = m.commitProcessed(ctx, tps, true)
 	}
 	if m.opts.OnRevoked != nil {
 		m.opts.OnRevoked(ctx, tps)
@@ -1003,10 +1072,13 @@ func (m *Member[R]) startOffsets(ctx context.Context, tps []TopicPartition) (sta
 		t.Partitions = append(t.Partitions, tp.Partition)
 	}
 	// OffsetFetch waits on nothing; an ended ctx must not leave the
-	// assignment half applied.
-	resp, err := m.coord.OffsetFetch(context.WithoutCancel(ctx), req)
+	// assignment half applied. Only the search for a coordinator that
+	// moved ends with ctx.
+	resp, err := withCoordinator(ctx, m, func(c *Coordinator) (*OffsetFetchResponse, error) {
+		return c.OffsetFetch(context.WithoutCancel(ctx), req)
+	})
 	if err != nil {
-		if errors.Is(err, ErrClosed) {
+		if errors.Is(err, ErrClosed) && m.opts.FindCoordinator == nil {
 			m.mu.Lock()
 			m.setFatalLocked(err)
 			m.mu.Unlock()
@@ -1026,7 +1098,7 @@ func (m *Member[R]) startOffsets(ctx context.Context, tps []TopicPartition) (sta
 				unpositioned = append(unpositioned, tp)
 				continue
 			}
-			po, err := m.coord.topics.Offsets(tp.Topic, tp.Partition)
+			po, err := m.readerOffsets(tp)
 			if err != nil {
 				return nil, nil, nil, fmt.Errorf("group %q: offsets of %s: %w", m.group, tp, err)
 			}
@@ -1078,18 +1150,20 @@ func (m *Member[R]) Commit(ctx context.Context) error {
 		}
 	}
 	m.mu.Unlock()
-	return m.commit(ctx, offsets)
+	return m.commit(ctx, ctx, offsets)
 }
 
 // CommitOffsets commits the given positions (the offsets of the next
 // records to read) and returns once they are durable.
 func (m *Member[R]) CommitOffsets(ctx context.Context, offsets map[TopicPartition]int64) error {
-	return m.commit(ctx, offsets)
+	return m.commit(ctx, ctx, offsets)
 }
 
 // commitProcessed commits the processed positions of tps (nil: every owned
-// partition) that moved since the last commit.
-func (m *Member[R]) commitProcessed(ctx context.Context, tps []TopicPartition) error {
+// partition) that moved since the last commit. detached: the commit is not
+// abandoned when ctx ends (only the search for a coordinator that moved
+// is).
+func (m *Member[R]) commitProcessed(ctx context.Context, tps []TopicPartition, detached bool) error {
 	m.mu.Lock()
 	if tps == nil {
 		tps = slices.Collect(maps.Keys(m.owned))
@@ -1104,7 +1178,11 @@ func (m *Member[R]) commitProcessed(ctx context.Context, tps []TopicPartition) e
 		}
 	}
 	m.mu.Unlock()
-	err := m.commit(ctx, offsets)
+	callCtx := ctx
+	if detached {
+		callCtx = context.WithoutCancel(ctx)
+	}
+	err := m.commit(callCtx, ctx, offsets)
 	if err != nil {
 		m.logger.Warn("group: committing processed offsets", "group", m.group, "err", err)
 	}
@@ -1141,12 +1219,13 @@ func (m *Member[R]) maybeAutoCommit(ctx context.Context) {
 	}
 	m.mu.Unlock()
 	if due {
-		_ = m.commitProcessed(ctx, nil) // logged; a fencing is handled by the next step of Poll
+		_ = m.commitProcessed(ctx, nil, false) // logged; a fencing is handled by the next step of Poll
 	}
 }
 
-// commit sends an OffsetCommit with the member's id and generation.
-func (m *Member[R]) commit(ctx context.Context, offsets map[TopicPartition]int64) error {
+// commit sends an OffsetCommit with the member's id and generation, under
+// ctx; findCtx bounds the search for a coordinator that moved.
+func (m *Member[R]) commit(ctx, findCtx context.Context, offsets map[TopicPartition]int64) error {
 	if len(offsets) == 0 {
 		return nil
 	}
@@ -1167,7 +1246,7 @@ func (m *Member[R]) commit(ctx context.Context, offsets map[TopicPartition]int64
 		t := &req.Topics[len(req.Topics)-1]
 		t.Partitions = append(t.Partitions, OffsetCommitPartition{Partition: tp.Partition, Offset: offsets[tp], LeaderEpoch: -1})
 	}
-	resp, err := m.coord.OffsetCommit(ctx, req)
+	resp, err := withCoordinator(findCtx, m, func(c *Coordinator) (*OffsetCommitResponse, error) { return c.OffsetCommit(ctx, req) })
 	if err != nil {
 		m.onRequestError(err, req.MemberID, req.GenerationID)
 		if fencingError(err) || errors.Is(err, ErrRebalanceInProgress) {
@@ -1194,7 +1273,7 @@ func (m *Member[R]) heartbeatLoop() {
 	defer m.wg.Done()
 	t := time.NewTicker(m.opts.HeartbeatInterval)
 	defer t.Stop()
-	w := m.coord.watch(m.group)
+	w := m.coordinator().watch(m.group)
 	for {
 		select {
 		case <-m.stop:
@@ -1215,7 +1294,9 @@ func (m *Member[R]) heartbeatLoop() {
 		}
 		// Take the next change's channel before the heartbeat looks at
 		// the group: a change while it is in flight still wakes the loop.
-		w = m.coord.watch(m.group)
+		// Of the current coordinator: follow kicks the loop when it
+		// switches, so the new one's group is watched from then on.
+		w = m.coordinator().watch(m.group)
 		m.heartbeatOnce()
 	}
 }
@@ -1247,13 +1328,20 @@ func (m *Member[R]) heartbeatOnce() {
 		m.logger.Warn("group: the application did not poll within the rebalance timeout; leaving the group",
 			"group", m.group, "member", req.MemberID, "rebalanceTimeout", m.opts.RebalanceTimeout)
 		if m.opts.InstanceID == "" {
-			_, _ = m.coord.LeaveGroup(ctx, &LeaveGroupRequest{Group: m.group, Members: []LeaveGroupMember{{MemberID: req.MemberID, Reason: "poll timeout"}}})
+			_, _ = m.coordinator().LeaveGroup(ctx, &LeaveGroupRequest{Group: m.group, Members: []LeaveGroupMember{{MemberID: req.MemberID, Reason: "poll timeout"}}})
 		}
 		m.onRequestError(fmt.Errorf("group %q: poll timeout: %w", m.group, ErrUnknownMemberID), req.MemberID, req.GenerationID)
 		return
 	}
-	err := m.coord.Heartbeat(ctx, req)
+	c := m.coordinator()
+	err := c.Heartbeat(ctx, req)
 	switch {
+	case err != nil && m.opts.FindCoordinator != nil && coordinatorMoved(err):
+		// One look for the group's coordinator per heartbeat; a switch
+		// (or the backoff, when there is none yet) kicks the next one.
+		if m.follow(m.stopCtx, c, err) == nil {
+			m.kickHeartbeat()
+		}
 	case err == nil:
 		if leader && m.partitionsChanged(counts) {
 			m.onRequestError(fmt.Errorf("group %q: partitions of a subscribed topic changed: %w", m.group, ErrRebalanceInProgress), req.MemberID, req.GenerationID)
@@ -1273,7 +1361,7 @@ func (m *Member[R]) heartbeatOnce() {
 // differs from what the last assignment saw.
 func (m *Member[R]) partitionsChanged(counts map[string]int32) bool {
 	for _, t := range m.opts.Topics {
-		n, err := m.coord.topics.Partitions(t)
+		n, err := m.coordinator().topics.Partitions(t)
 		if err != nil {
 			n = 0
 		}
@@ -1312,6 +1400,13 @@ func (m *Member[R]) Close() error {
 	owned := sortedPartitions(slices.Collect(maps.Keys(m.owned)))
 	m.mu.Unlock()
 	ctx := context.Background()
+	if m.opts.FindCoordinator != nil {
+		// The commit and LeaveGroup may have to wait for a coordinator
+		// to be elected: not for ever.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, closeTimeout)
+		defer cancel()
+	}
 	var errs []error
 	if inGeneration {
 		if !m.opts.DisableAutoCommit {
@@ -1331,9 +1426,10 @@ func (m *Member[R]) Close() error {
 		}
 	}
 	if member {
-		m.leaveQuietly()
+		m.leaveQuietly(ctx)
 	}
 	close(m.stop)
+	m.stopCancel()
 	m.wg.Wait()
 	m.mu.Lock()
 	m.dropLocked(owned)
@@ -1343,18 +1439,125 @@ func (m *Member[R]) Close() error {
 }
 
 // leaveQuietly sends LeaveGroup for a dynamic member, logging a failure.
-func (m *Member[R]) leaveQuietly() {
+func (m *Member[R]) leaveQuietly(ctx context.Context) {
 	m.mu.Lock()
 	id := m.memberID
 	m.mu.Unlock()
 	if id == "" || m.opts.InstanceID != "" {
 		return
 	}
-	resp, err := m.coord.LeaveGroup(context.Background(), &LeaveGroupRequest{Group: m.group, Members: []LeaveGroupMember{{MemberID: id, Reason: "member closed"}}})
+	req := &LeaveGroupRequest{Group: m.group, Members: []LeaveGroupMember{{MemberID: id, Reason: "member closed"}}}
+	resp, err := withCoordinator(ctx, m, func(c *Coordinator) (*LeaveGroupResponse, error) { return c.LeaveGroup(ctx, req) })
 	if err == nil && len(resp.Members) > 0 {
 		err = resp.Members[0].Err
 	}
 	if err != nil {
 		m.logger.Warn("group: leaving the group", "group", m.group, "member", id, "err", err)
+	}
+}
+
+// closeTimeout bounds the commit and LeaveGroup of Close for a member that
+// follows its coordinator, while it looks for one: Kafka's consumer close
+// timeout (30 s).
+const closeTimeout = 30 * time.Second
+
+// coordinator returns the coordinator the member talks to now.
+func (m *Member[R]) coordinator() *Coordinator { return m.coord.Load() }
+
+// coordinatorMoved reports whether err says that the coordinator asked is
+// not the group's now: it does not own the group's offsets partition
+// (NOT_COORDINATOR), is loading it (COORDINATOR_LOAD_IN_PROGRESS), is
+// closed, or has none to offer (COORDINATOR_NOT_AVAILABLE: a group it
+// dropped, or a commit whose replication failed). A Kafka client looks for
+// the coordinator again on each.
+func coordinatorMoved(err error) bool {
+	return errors.Is(err, ErrNotCoordinator) || errors.Is(err, ErrCoordinatorLoadInProgress) ||
+		errors.Is(err, ErrCoordinatorNotAvailable) || errors.Is(err, ErrClosed)
+}
+
+// withCoordinator runs call against the member's coordinator. With
+// FindCoordinator, while call's error says the coordinator is not the
+// group's (coordinatorMoved), it finds the group's coordinator (follow)
+// and calls again, until ctx ends: then it returns call's last error
+// wrapped with ctx's. Without FindCoordinator it calls once.
+func withCoordinator[R, T any](ctx context.Context, m *Member[R], call func(c *Coordinator) (T, error)) (T, error) {
+	for {
+		c := m.coordinator()
+		v, err := call(c)
+		if err == nil || m.opts.FindCoordinator == nil || !coordinatorMoved(err) {
+			return v, err
+		}
+		if ferr := m.follow(ctx, c, err); ferr != nil {
+			return v, fmt.Errorf("%w (looking for the group's coordinator: %w)", err, ferr)
+		}
+	}
+}
+
+// follow asks FindCoordinator for the group's coordinator after from
+// answered cause, and switches the member to the answer if it is another:
+// the heartbeat is kicked so that it watches and heartbeats the new one.
+// When the answer is from again (still loading, or the leadership has not
+// moved yet) or an error (no leader now), it waits RetryBackoff, or until
+// ctx ends (its cause is returned). An answer matching ErrClosed stops the
+// member: its own side is closing.
+func (m *Member[R]) follow(ctx context.Context, from *Coordinator, cause error) error {
+	c, err := m.opts.FindCoordinator(ctx)
+	if err != nil && errors.Is(err, ErrClosed) {
+		m.mu.Lock()
+		m.setFatalLocked(err)
+		m.mu.Unlock()
+		return err
+	}
+	if err == nil && c != nil && c != from {
+		// Compare-and-swap: of two calls that saw from fail, the second
+		// must not undo a switch the first made.
+		if m.coord.CompareAndSwap(from, c) {
+			m.logger.Info("group: following the group's coordinator", "group", m.group, "cause", cause)
+			m.kickHeartbeat()
+		}
+		return nil
+	}
+	if err != nil {
+		m.logger.Debug("group: no coordinator available", "group", m.group, "cause", cause, "err", err)
+	}
+	t := time.NewTimer(RetryBackoff)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// findFirst asks find for the group's first coordinator, every
+// RetryBackoff until it names one or ctx ends.
+func findFirst(ctx context.Context, groupID string, find func(context.Context) (*Coordinator, error)) (*Coordinator, error) {
+	for {
+		c, err := find(ctx)
+		if err == nil && c != nil {
+			return c, nil
+		}
+		if err != nil && errors.Is(err, ErrClosed) {
+			return nil, err
+		}
+		t := time.NewTimer(RetryBackoff)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			if err == nil {
+				err = fmt.Errorf("group %q: no coordinator: %w", groupID, ErrCoordinatorNotAvailable)
+			}
+			return nil, fmt.Errorf("%w (looking for the group's coordinator: %w)", err, context.Cause(ctx))
+		}
+	}
+}
+
+// kickHeartbeat makes the heartbeat loop send one at once.
+func (m *Member[R]) kickHeartbeat() {
+	select {
+	case m.kick <- struct{}{}:
+	default:
 	}
 }
