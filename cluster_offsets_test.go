@@ -414,10 +414,11 @@ func TestClusterCoordinatorWithoutReplicaOfTopic(t *testing.T) {
 	home := st.Replicas[0]
 	p := producerT(t, tc.brokers[st.Leader], nil)
 	for i := range 3 {
-		// Until the leader's manager has applied its role, it refuses.
+		// Until the leader's manager has applied the metadata (created
+		// its replica, taken its role), it refuses.
 		waitFor(t, "the topic's leader to take a record", func() bool {
 			_, _, err := p.Produce(ctx, &Record{Topic: topicName, Value: value("n", i)})
-			if err != nil && !errors.Is(err, replica.ErrNotLeader) {
+			if err != nil && !errors.Is(err, replica.ErrNotLeader) && !errors.Is(err, ErrUnknownTopic) {
 				t.Fatal(err)
 			}
 			return err == nil

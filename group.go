@@ -539,6 +539,9 @@ func (b *Broker) loadCoordinator(ts *topicState) (*group.Coordinator, []*log.Log
 		// and a commit is acknowledged once committed (acks=all).
 		o.Store = group.NewLogStore(logs, &group.LogStoreOptions{Append: b.cluster.offsetsAppend(ts), ScanToLogEnd: true})
 		o.Unloaded = true
+		// A load is a leadership move: the members live on (in other
+		// brokers' processes, or Kafka clients) and go on heartbeating.
+		o.LoadMembers = true
 	}
 	c, err := group.NewCoordinator(o)
 	if err != nil {

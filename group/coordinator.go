@@ -67,6 +67,16 @@ type Options struct {
 	// *NotCoordinatorError. Default false: NewCoordinator loads and owns
 	// every partition (one broker).
 	Unloaded bool
+	// LoadMembers makes a load take back the members of a group's latest
+	// metadata record (a Stable generation, each member with its
+	// assignment), as Kafka's coordinator does when it takes over a
+	// partition: the members are alive on other machines or brokers, and
+	// heartbeat on at the new coordinator with their member id and
+	// generation, without a rebalance; one that does not within its
+	// session timeout is removed as any expired member. Default false:
+	// members died with the process that ran them (one broker restarting),
+	// and every loaded group is Empty.
+	LoadMembers bool
 }
 
 func (o *Options) withDefaults() Options {
@@ -268,17 +278,33 @@ func (c *Coordinator) LoadPartition(ctx context.Context, p int32) error {
 	groups, err := c.loadPartition(ctx, p)
 
 	c.groupsMu.Lock()
-	defer c.groupsMu.Unlock()
 	if c.parts[p].seq != seq || c.closed {
+		c.groupsMu.Unlock()
 		return nil // unloaded (or closed) meanwhile
 	}
 	if err != nil {
 		c.parts[p].state = unowned
+		c.groupsMu.Unlock()
 		return err
 	}
 	maps.Copy(c.groups, groups)
 	c.parts[p].state = owned
+	c.groupsMu.Unlock()
+	armLoaded(groups)
 	return nil
+}
+
+// armLoaded starts the session timers of the members loads took back
+// (Options.LoadMembers), once their groups are installed; a group closed
+// meanwhile (unloaded again) starts none.
+func armLoaded(groups map[string]*group) {
+	for _, g := range groups {
+		g.mu.Lock()
+		if !g.closed {
+			g.armLoadedLocked()
+		}
+		g.mu.Unlock()
+	}
 }
 
 // UnloadPartition gives up partition p of the Store: Kafka's onResignation,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -163,6 +164,92 @@ func TestMemberWithoutFindCoordinatorStopsWithIt(t *testing.T) {
 		defer cancel()
 		if _, err := m.Poll(pctx); !errors.Is(err, ErrClosed) {
 			t.Fatalf("Poll after the coordinator closed: %v, want ErrClosed", err)
+		}
+	})
+}
+
+// With Options.LoadMembers (a cluster's coordinators: a load is a
+// leadership move, and the members live on), the new coordinator takes
+// the group's members back from its metadata record, Stable in the same
+// generation: the member that followed it heartbeats on there with its
+// id and generation, keeps its partitions without a rebalance (no OnLost,
+// no new generation), and commits there. A member that does not come back
+// within its session timeout is removed as any expired member.
+func TestLoadMembersKeepsGeneration(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		store, topics := newMemStore(4), newMemTopics()
+		topics.create("t", 2)
+		for i := range 10 {
+			topics.produce("t", int32(i%2), fmt.Sprint("r", i))
+		}
+		cluster := func(o *Options) { o.Unloaded, o.LoadMembers = true, true }
+		a, b := newTestCoordinator(t, store, topics, cluster), newTestCoordinator(t, store, topics, cluster)
+		defer a.Close()
+		defer b.Close()
+		p := PartitionFor("g", store.Partitions())
+		if err := a.LoadPartition(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		var cur atomic.Pointer[Coordinator]
+		cur.Store(a)
+		find := func(context.Context) (*Coordinator, error) { return cur.Load(), nil }
+		ev := &events{}
+		m, err := Join(ctx, nil, "g", newMemReader(topics), memberOpts("m", ev, func(o *MemberOptions) {
+			o.FindCoordinator, o.DisableAutoCommit = find, true
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		pollValues(t, ctx, m, 10)
+		gen := m.Generation()
+		// A second group of the same offsets partition, whose member does
+		// not follow the move (it keeps to a): b takes it back, and
+		// removes it once its session lapses.
+		other := ""
+		for i := 0; other == ""; i++ {
+			if id := fmt.Sprint("o", i); PartitionFor(id, store.Partitions()) == p {
+				other = id
+			}
+		}
+		stay, err := Join(ctx, a, other, newMemReader(topics), memberOpts("x", nil, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stay.Close()
+		if err := a.UnloadPartition(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.LoadPartition(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		cur.Store(b)
+		if st := b.Stats(); st.Members != 2 {
+			t.Fatalf("the new coordinator took %d members back, want 2", st.Members)
+		}
+		for i := 10; i < 20; i++ {
+			topics.produce("t", int32(i%2), fmt.Sprint("r", i))
+		}
+		pollValues(t, ctx, m, 10)
+		time.Sleep(20 * time.Second) // many heartbeat intervals, past the session timeout (10 s), short of the rebalance timeout (30 s) without a Poll
+		synctest.Wait()
+		if err := m.Commit(ctx); err != nil {
+			t.Fatalf("Commit on the new coordinator: %v", err)
+		}
+		if g := m.Generation(); g != gen || len(m.Assignment()) != 2 {
+			t.Fatalf("after the move: generation %d (was %d), assignment %v", g, gen, m.Assignment())
+		}
+		ev.mu.Lock()
+		for _, e := range ev.log {
+			if strings.HasPrefix(e, "lost") {
+				t.Errorf("the move cost the member its partitions: %v", ev.log)
+				break
+			}
+		}
+		ev.mu.Unlock()
+		if st := b.Stats(); st.Members != 1 {
+			t.Fatalf("%d members on the new coordinator 20 s on, want 1: the one that did not follow expired", st.Members)
 		}
 	})
 }

@@ -2,6 +2,7 @@ package group
 
 import (
 	"slices"
+	"time"
 
 	"github.com/foliolog/folio/record"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -11,9 +12,11 @@ import (
 // process that runs it: a reader of __consumer_offsets (folio groups, a
 // Kafka tool) sees the state, generation, leader and every member with its
 // assignment of the latest completed rebalance, and sees the group Empty
-// once its members are gone. The coordinator itself never takes members
-// from them: in-process members die with their process, so after a restart
-// every group is Empty (see Coordinator.load).
+// once its members are gone. A coordinator takes members back from them
+// only with Options.LoadMembers (a cluster, where a load is a leadership
+// move and the members live on); otherwise in-process members died with
+// their process, so after a restart every group is Empty (see
+// Coordinator.load).
 
 // metadataValueLocked is the group's GroupMetadataValue now. Members are
 // listed only in Stable, when each holds the assignment of the generation;
@@ -99,6 +102,62 @@ type loadedGroup struct {
 	generation   int32
 	protocolType string
 	members      int
+	// value is the record, kept with Options.LoadMembers.
+	value *kmsg.GroupMetadataValue
+}
+
+// restoreMembersLocked takes back the members a Stable generation's
+// metadata record lists (Options.LoadMembers): the group is Stable in that
+// generation, its leader and protocol as recorded, each member with its
+// subscription, assignment and timeouts, its last heartbeat now. Their
+// session timers start once the group is installed (armLoadedLocked). It
+// reports false, taking nothing, for a record it cannot take back whole.
+func (g *group) restoreMembersLocked(v *kmsg.GroupMetadataValue) bool {
+	if v.Protocol == nil || v.Leader == nil || *v.Protocol == "" {
+		return false
+	}
+	now := time.Now()
+	members := make(map[string]*member, len(v.Members))
+	order := make([]string, 0, len(v.Members))
+	static := map[string]string{}
+	for _, mv := range v.Members {
+		if mv.MemberID == "" || members[mv.MemberID] != nil || mv.SessionTimeoutMillis <= 0 {
+			return false
+		}
+		m := &member{
+			id: mv.MemberID, clientID: mv.ClientID, clientHost: mv.ClientHost,
+			session:       time.Duration(mv.SessionTimeoutMillis) * time.Millisecond,
+			rebalance:     time.Duration(max(mv.RebalanceTimeoutMillis, mv.SessionTimeoutMillis)) * time.Millisecond,
+			protocolType:  v.ProtocolType,
+			protocols:     []JoinGroupProtocol{{Name: *v.Protocol, Metadata: slices.Clone(mv.Subscription)}},
+			assignment:    slices.Clone(mv.Assignment),
+			lastHeartbeat: now,
+		}
+		if mv.InstanceID != nil && *mv.InstanceID != "" {
+			m.instanceID = *mv.InstanceID
+			static[m.instanceID] = m.id
+		}
+		members[m.id] = m
+		order = append(order, m.id)
+	}
+	if members[*v.Leader] == nil {
+		return false
+	}
+	g.members, g.order, g.static = members, order, static
+	g.state, g.stateSince = StateStable, now
+	g.protocol, g.leader = *v.Protocol, *v.Leader
+	return true
+}
+
+// armLoadedLocked starts the session timers of the members a load took
+// back, once the group is installed: a member that does not heartbeat at
+// this coordinator within its session timeout is removed.
+func (g *group) armLoadedLocked() {
+	for _, id := range g.order {
+		if m := g.members[id]; m != nil && m.hbTimer == nil {
+			g.armHeartbeatLocked(m)
+		}
+	}
 }
 
 // applyLoadedMetadata finishes loading the group metadata records: a group
@@ -122,6 +181,9 @@ func (c *Coordinator) applyLoadedMetadata(groups map[string]*group, meta map[str
 		}
 		g.generation, g.protocolType = lg.generation, lg.protocolType
 		if lg.members == 0 {
+			continue
+		}
+		if c.opts.LoadMembers && lg.value != nil && g.restoreMembersLocked(lg.value) {
 			continue
 		}
 		c.logger.Info("group: members of the previous process are gone; the group is Empty",

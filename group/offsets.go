@@ -615,6 +615,7 @@ func (c *Coordinator) load() error {
 		}
 		maps.Copy(c.groups, groups)
 		c.parts[p].state = owned
+		armLoaded(groups)
 	}
 	return nil
 }
@@ -663,7 +664,11 @@ func (c *Coordinator) loadPartition(ctx context.Context, p int32) (map[string]*g
 				default:
 					// Records of a group are in one partition, in the
 					// order they were written: the last one wins.
-					meta[gr.group] = loadedGroup{tombstone: gr.tombstone, generation: gr.value.Generation, protocolType: gr.value.ProtocolType, members: len(gr.value.Members)}
+					lg := loadedGroup{tombstone: gr.tombstone, generation: gr.value.Generation, protocolType: gr.value.ProtocolType, members: len(gr.value.Members)}
+					if c.opts.LoadMembers && !gr.tombstone {
+						lg.value = &gr.value
+					}
+					meta[gr.group] = lg
 				}
 				continue
 			}
