@@ -139,14 +139,18 @@ type Producer struct {
 	// topic, and the lookup is on every record.
 	lastTopic atomic.Pointer[topicCache]
 
-	// closeMu orders produce calls against Close: a call holds it shared
-	// while it buffers a record, Close exclusively once, so that no record
-	// is buffered after Close's final flush.
-	closeMu sync.RWMutex
-	closed  atomic.Bool
+	// closed refuses produce calls. A call checks it again under its
+	// partition's mu as it buffers the record, and Close sets it before it
+	// kicks every partition under that mu: so no record is buffered past
+	// Close's final flush, with no lock per record besides the
+	// partition's.
+	closed atomic.Bool
 
-	// Flush waits for pending to reach zero; flushMu guards flushCh, which
-	// is closed and replaced whenever it does while someone waits.
+	// pending counts the batches opened and not yet settled (every record
+	// buffered is in one): Flush waits for it to reach zero. It moves once
+	// per batch rather than once per record, an atomic add less per
+	// record. flushMu guards flushCh, which is closed and replaced
+	// whenever pending reaches zero while someone waits.
 	pending      atomic.Int64
 	flushWaiters atomic.Int64
 	flushMu      sync.Mutex
@@ -327,18 +331,9 @@ func (p *Producer) produce(ctx context.Context, rec *Record, cb func(*Record, er
 		cb(rec, err)
 		return false, nil, nil
 	}
-	p.closeMu.RLock()
-	if p.closed.Load() {
-		p.closeMu.RUnlock()
-		p.mem.release(size)
-		cb(rec, ErrClosed)
-		return false, nil, nil
-	}
-	p.pending.Add(1)
 	own, err = pp.add(rec, cb, size, alone, wait, claim)
-	p.closeMu.RUnlock()
 	if err != nil {
-		p.finish(1, size)
+		p.mem.release(size)
 		cb(rec, err)
 		return false, nil, nil
 	}
@@ -439,11 +434,12 @@ func (p *Producer) topicForSlow(name string) (*prodTopic, error) {
 	return npt, nil
 }
 
-// finish accounts for n records of size bytes settled (acknowledged or
-// failed) and wakes Flush when nothing is pending.
-func (p *Producer) finish(n int, size int64) {
+// finish accounts for a batch whose records, of size bytes, are settled
+// (acknowledged or failed), or dropped empty, and wakes Flush when nothing
+// is pending.
+func (p *Producer) finish(size int64) {
 	p.mem.release(size)
-	if p.pending.Add(int64(-n)) == 0 && p.flushWaiters.Load() > 0 {
+	if p.pending.Add(-1) == 0 && p.flushWaiters.Load() > 0 {
 		p.flushMu.Lock()
 		close(p.flushCh)
 		p.flushCh = make(chan struct{})
@@ -525,10 +521,10 @@ func (p *Producer) Close() error {
 		return ErrClosed
 	}
 	p.mem.wake()
-	p.closeMu.Lock()
-	//lint:ignore SA2001 a barrier: once taken, no produce call is buffering past this point
-	p.closeMu.Unlock()
 	p.flushing.Add(1)
+	// kickAll takes every partition's mu after closed is set: a produce
+	// call buffering a record holds it, and one after it sees closed (add).
+	// A partition opened after kickAll passed sees closed too.
 	p.kickAll(false)
 	close(p.quit) // parked senders append what kickAll gave them, then exit
 	p.senders.Wait()
@@ -654,6 +650,12 @@ func codecPool(codec record.Codec) *sync.Pool {
 // taken (see sendClaimed).
 func (pp *prodPart) add(rec *Record, cb func(*Record, error), size int64, alone int, wait, claim bool) (own []*pendingBatch, err error) {
 	pp.mu.Lock()
+	if pp.pr.closed.Load() {
+		// Close set it before its final kick of this partition, which
+		// takes pp.mu: a record buffered now would miss that flush.
+		pp.mu.Unlock()
+		return nil, ErrClosed
+	}
 	lagging, err := pp.addLocked(rec, cb, size, alone)
 	if err == nil {
 		if wait {
@@ -720,11 +722,25 @@ func (pp *prodPart) addLocked(rec *Record, cb func(*Record, error), size int64, 
 		}
 		pp.cur = getPendingBatch(bld, codec)
 		pp.cur.now = pp.pr.b.opts.Now().UnixMilli()
+		pp.pr.pending.Add(1) // settled by finish, appended or dropped
 	}
 	if !stamped {
 		r.Timestamp = pp.cur.now
 	}
 	if err := pp.cur.bld.Append(r); err != nil {
+		if len(pp.cur.recs) == 0 {
+			// An empty batch is never appended: drop it, or Flush would
+			// wait for it for ever.
+			pb := pp.cur
+			pp.cur = nil
+			if pp.timer != nil {
+				pp.timer.Stop()
+				pp.timer = nil
+			}
+			putBuilder(pb.codec, pb.bld)
+			putPendingBatch(pb)
+			pp.pr.finish(0)
+		}
 		return lagging, fmt.Errorf("folio: encoding a record for %s: %w", pp.p, err)
 	}
 	pp.cur.recs = append(pp.cur.recs, pendingRec{rec: rec, cb: cb, ts: r.Timestamp})
@@ -968,7 +984,7 @@ func (pp *prodPart) appendBatches(batches []*pendingBatch) {
 		k++
 	}
 	for _, pb := range batches {
-		pp.pr.finish(len(pb.recs), pb.mem)
+		pp.pr.finish(pb.mem)
 		putBuilder(pb.codec, pb.bld)
 		putPendingBatch(pb)
 	}
