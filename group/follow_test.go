@@ -28,6 +28,21 @@ func pollValues(t *testing.T, ctx context.Context, m *Member[testRec], n int) []
 	return out
 }
 
+// twoCoordinators returns two coordinators over store, made with opts,
+// the first owning group "g"'s partition p, and the one a member's
+// FindCoordinator should answer now (the first).
+func twoCoordinators(t *testing.T, store *memStore, topics *memTopics, opts func(*Options)) (a, b *Coordinator, p int32, cur *atomic.Pointer[Coordinator]) {
+	t.Helper()
+	a, b = newTestCoordinator(t, store, topics, opts), newTestCoordinator(t, store, topics, opts)
+	p = PartitionFor("g", store.Partitions())
+	if err := a.LoadPartition(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	cur = &atomic.Pointer[Coordinator]{}
+	cur.Store(a)
+	return a, b, p, cur
+}
+
 // A member with FindCoordinator follows its group's coordinator when the
 // group's offsets partition moves to another (over the same Store), as a
 // Kafka client does on NOT_COORDINATOR: the first coordinator unloads the
@@ -50,15 +65,8 @@ func TestMemberFollowsCoordinator(t *testing.T) {
 					}
 				}
 				produce(0, 10)
-				unloaded := func(o *Options) { o.Unloaded = true }
-				a, b := newTestCoordinator(t, store, topics, unloaded), newTestCoordinator(t, store, topics, unloaded)
+				a, b, p, cur := twoCoordinators(t, store, topics, func(o *Options) { o.Unloaded = true })
 				defer b.Close()
-				p := PartitionFor("g", store.Partitions())
-				if err := a.LoadPartition(ctx, p); err != nil {
-					t.Fatal(err)
-				}
-				var cur atomic.Pointer[Coordinator]
-				cur.Store(a)
 				find := func(context.Context) (*Coordinator, error) {
 					if c := cur.Load(); c != nil {
 						return c, nil
@@ -183,16 +191,9 @@ func TestLoadMembersKeepsGeneration(t *testing.T) {
 		for i := range 10 {
 			topics.produce("t", int32(i%2), fmt.Sprint("r", i))
 		}
-		cluster := func(o *Options) { o.Unloaded, o.LoadMembers = true, true }
-		a, b := newTestCoordinator(t, store, topics, cluster), newTestCoordinator(t, store, topics, cluster)
+		a, b, p, cur := twoCoordinators(t, store, topics, func(o *Options) { o.Unloaded, o.LoadMembers = true, true })
 		defer a.Close()
 		defer b.Close()
-		p := PartitionFor("g", store.Partitions())
-		if err := a.LoadPartition(ctx, p); err != nil {
-			t.Fatal(err)
-		}
-		var cur atomic.Pointer[Coordinator]
-		cur.Store(a)
 		find := func(context.Context) (*Coordinator, error) { return cur.Load(), nil }
 		ev := &events{}
 		m, err := Join(ctx, nil, "g", newMemReader(topics), memberOpts("m", ev, func(o *MemberOptions) {

@@ -29,13 +29,7 @@ type TopicRecord struct {
 func (m *Mem) CreateTopic(rec TopicRecord, assignment [][]int32) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.topics[rec.Name]; ok {
-		return fmt.Errorf("%w: %q", topic.ErrExists, rec.Name)
-	}
-	if len(assignment) != int(rec.Config.Partitions) {
-		return fmt.Errorf("replica: topic %q: %d partitions, %d assigned", rec.Name, rec.Config.Partitions, len(assignment))
-	}
-	if err := checkAssignment(rec.Name, 0, assignment); err != nil {
+	if err := m.checkNewTopicLocked(rec, assignment); err != nil {
 		return err
 	}
 	m.assignLocked(rec.Name, 0, assignment)
@@ -56,13 +50,7 @@ func (m *Mem) CreateTopic(rec TopicRecord, assignment [][]int32) error {
 func (m *Mem) AdoptTopic(rec TopicRecord, assignment [][]int32, holder Member) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.topics[rec.Name]; ok {
-		return fmt.Errorf("%w: %q", topic.ErrExists, rec.Name)
-	}
-	if len(assignment) != int(rec.Config.Partitions) {
-		return fmt.Errorf("replica: topic %q: %d partitions, %d assigned", rec.Name, rec.Config.Partitions, len(assignment))
-	}
-	if err := checkAssignment(rec.Name, 0, assignment); err != nil {
+	if err := m.checkNewTopicLocked(rec, assignment); err != nil {
 		return err
 	}
 	for i, rs := range assignment {
@@ -76,6 +64,18 @@ func (m *Mem) AdoptTopic(rec TopicRecord, assignment [][]int32, holder Member) e
 	m.topics[rec.Name] = rec
 	m.notifyLocked()
 	return nil
+}
+
+// checkNewTopicLocked refuses a topic whose name is taken, or an
+// assignment that does not give each of its partitions replicas.
+func (m *Mem) checkNewTopicLocked(rec TopicRecord, assignment [][]int32) error {
+	if _, ok := m.topics[rec.Name]; ok {
+		return fmt.Errorf("%w: %q", topic.ErrExists, rec.Name)
+	}
+	if len(assignment) != int(rec.Config.Partitions) {
+		return fmt.Errorf("replica: topic %q: %d partitions, %d assigned", rec.Name, rec.Config.Partitions, len(assignment))
+	}
+	return checkAssignment(rec.Name, 0, assignment)
 }
 
 // checkAssignment refuses an assignment that leaves a partition from
