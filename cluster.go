@@ -2,10 +2,13 @@ package folio
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -54,7 +57,9 @@ import (
 // topics into the metadata, led by this broker, and the other replicas
 // copy them (see adoptStandalone). Open it before any other broker
 // creates the cluster's __consumer_offsets; after that, Open fails rather
-// than split the groups' commits between two topics.
+// than split the groups' commits between two topics. A directory once
+// opened with ClusterOptions (ClusterFile) never adopts: its topics may
+// be stale replicas.
 type ClusterOptions struct {
 	// BrokerID is this broker's id, unique in the cluster, >= 0. Required.
 	BrokerID int32
@@ -222,7 +227,11 @@ type cluster struct {
 
 // replPart is one replicated partition on this broker.
 type replPart struct {
-	tp   replica.TopicPartition
+	tp replica.TopicPartition
+	// id is the topic incarnation the partition was opened for: the
+	// metadata holding the name under another id means that one was
+	// deleted (reconcileTopics).
+	id   topic.ID
 	hook *replica.Hook
 	part atomic.Pointer[partition.Partition] // set once the partition is open
 
@@ -287,7 +296,7 @@ func (c *cluster) replication(in topic.Info, p int32) partition.Replication {
 	defer c.mu.Unlock()
 	rp := c.parts[tp]
 	if rp == nil {
-		rp = &replPart{tp: tp, hook: replica.NewHook(tp)}
+		rp = &replPart{tp: tp, id: in.ID, hook: replica.NewHook(tp)}
 		c.parts[tp] = rp
 	}
 	return replHook{rp.hook, rp}
@@ -618,6 +627,45 @@ func (c *cluster) ensureOffsetsTopic() error {
 // open adopts its own copies. Restarting a cluster keeps its metadata
 // only with the Raft issue's.
 func (c *cluster) adoptStandalone(infos []topic.Info) error {
+	member, err := c.wasMember()
+	if err != nil {
+		return err
+	}
+	if err := c.adoptStandaloneTopics(infos, member); err != nil {
+		return err
+	}
+	if member {
+		return nil
+	}
+	return writeMetaFile(c.b.fs, c.b.dir, ClusterFile, encodeMeta(clusterMagic, clusterVersion, binary.BigEndian.AppendUint32(nil, uint32(c.opts.BrokerID))))
+}
+
+// wasMember reports whether the directory was opened with ClusterOptions
+// before (ClusterFile). A damaged file counts as one, with a warning, and
+// is written again: adopting a former replica's topics could make a stale
+// copy the cluster's, where refusing only keeps a single broker's topics
+// to itself.
+func (c *cluster) wasMember() (bool, error) {
+	data, err := readMetaFile(c.b.fs, c.b.dir, ClusterFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err == nil {
+		var payload []byte
+		if _, payload, err = decodeMeta(ClusterFile, clusterMagic, data); err == nil && len(payload) == 4 {
+			return true, nil
+		}
+	}
+	c.b.logger.Warn("folio: the data directory's cluster marker is unreadable; taking the directory for a cluster member's", "file", filepath.Join(c.b.dir, ClusterFile), "err", err)
+	if werr := writeMetaFile(c.b.fs, c.b.dir, ClusterFile, encodeMeta(clusterMagic, clusterVersion, binary.BigEndian.AppendUint32(nil, uint32(c.opts.BrokerID)))); werr != nil {
+		return true, werr
+	}
+	return true, nil
+}
+
+// adoptStandaloneTopics is adoptStandalone's adoption, of none for a
+// directory that was a cluster member.
+func (c *cluster) adoptStandaloneTopics(infos []topic.Info, member bool) error {
 	i := slices.IndexFunc(infos, func(in topic.Info) bool { return in.Name == group.OffsetsTopic })
 	if i < 0 {
 		return nil
@@ -629,10 +677,18 @@ func (c *cluster) adoptStandalone(infos []topic.Info) error {
 			ErrInvalidConfig, c.opts.BrokerID, group.OffsetsTopic, offsets.ID, rec.ID)
 	}
 	if rec, ok := c.meta.Topic(group.OffsetsTopic); ok {
-		if rec.ID != offsets.ID {
+		if rec.ID != offsets.ID && !member {
 			return conflict(rec)
 		}
 		return nil // adopted before, or a replica of the cluster's
+	}
+	if member {
+		// A former replica: the metadata lost the cluster's history (a
+		// restart of the whole process with replica.Mem). Its copy may be
+		// stale; making it the cluster's could truncate the others'.
+		c.b.logger.Warn("folio: the metadata holds no __consumer_offsets, and this directory was a cluster member's: its topics are not adopted",
+			"dir", c.b.dir, "broker", c.opts.BrokerID)
+		return nil
 	}
 	order := append([]topic.Info{offsets}, slices.Delete(slices.Clone(infos), i, i+1)...)
 	for _, in := range order {

@@ -347,6 +347,24 @@ func TestClusterAdoptsSingleBrokerOffsets(t *testing.T) {
 		t.Fatalf("broker %d leads %s-0 with %d records, want the 50 written alone", ev.Leader, topicName, p.LogEndOffset())
 	}
 
+	// A former replica's directory, opened with metadata that lost the
+	// cluster's history (a new replica.Mem: a restart of the whole
+	// process), adopts nothing: its copies may be stale.
+	tc.stop(2)
+	fresh := replica.NewMem()
+	o2 := tc.opts
+	o2.BrokerID, o2.Metadata = 2, fresh
+	b2, err := Open(tc.dirs[2], &Options{Cluster: &o2, CheckpointInterval: -1})
+	if err != nil {
+		t.Fatalf("reopening a former replica with fresh metadata: %v", err)
+	}
+	if rec, ok := fresh.Topic(group.OffsetsTopic); ok {
+		t.Fatalf("a former replica's directory was adopted into fresh metadata: %+v", rec)
+	}
+	if err := b2.Close(); err != nil {
+		t.Fatal(err)
+	}
+
 	// Another single broker's offsets: not the cluster's.
 	otherDir := t.TempDir()
 	commitAlone(otherDir, 7)

@@ -167,8 +167,11 @@ func (c *cluster) local(rec replica.TopicRecord) *topicState {
 // metadata's. The manager calls it (sync), before it gives partitions
 // their roles.
 func (c *cluster) reconcileTopics() {
-	for _, name := range c.replicaTopics() {
-		if rec, ok := c.meta.Topic(name); !ok || c.local(rec) == nil {
+	// By the id the replicas were opened for, not the Broker's topic of
+	// the name: one being created (its partitions open, with their
+	// replParts, before the topic is installed) is not a deleted one.
+	for name, id := range c.replicaTopics() {
+		if rec, ok := c.meta.Topic(name); !ok || rec.ID != id {
 			c.dropTopic(name)
 		}
 	}
@@ -201,18 +204,16 @@ func (c *cluster) reconcileTopics() {
 	}
 }
 
-// replicaTopics returns the names of the topics this broker holds
-// replicated partitions of.
-func (c *cluster) replicaTopics() []string {
+// replicaTopics returns the topics this broker holds replicated
+// partitions of, with the id they were opened for.
+func (c *cluster) replicaTopics() map[string]topic.ID {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var names []string
-	for tp := range c.parts {
-		if !slices.Contains(names, tp.Topic) {
-			names = append(names, tp.Topic)
-		}
+	ids := map[string]topic.ID{}
+	for tp, rp := range c.parts {
+		ids[tp.Topic] = rp.id
 	}
-	return names
+	return ids
 }
 
 // dropTopic ends this broker's roles in topic name's partitions (a leader

@@ -28,6 +28,11 @@ const (
 	// recovery-point-offset-checkpoint, log-start-offset-checkpoint and
 	// cleaner-offset-checkpoint in one file).
 	CheckpointFile = "partitions.checkpoint"
+	// ClusterFile marks a directory a Broker has opened with
+	// ClusterOptions, with that broker's id: its topics may be replicas of
+	// a cluster's, so a later Open never adopts them into a cluster's
+	// metadata as a single broker's own (see cluster.adoptStandalone).
+	ClusterFile = "cluster.member"
 	// CleanShutdownFile exists while the directory is known consistent:
 	// written at a clean Close, removed durably before the first write of
 	// the next session.
@@ -49,6 +54,7 @@ const (
 	checkpointMagic = "FCHK"
 	cleanMagic      = "FCLN"
 	snapshotMagic   = "FPSS"
+	clusterMagic    = "FCLU"
 
 	// checkpointVersion is the version written. Version 1 had no
 	// firstDirtyOffset, version 2 no highWatermark; both are still read
@@ -56,6 +62,7 @@ const (
 	checkpointVersion = 3
 	cleanVersion      = 1
 	snapshotVersion   = 1
+	clusterVersion    = 1
 )
 
 // checkFormat makes sure dir is a Folio data directory of a known format,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -131,9 +132,13 @@ type Producer struct {
 	epoch int16
 	mem   memGate
 
-	// topicsMu guards topics.
+	// topicsMu guards topics and retired.
 	topicsMu sync.Mutex
 	topics   map[string]*prodTopic
+	// retired holds the partitions of topics deleted and created again
+	// under their name (the Producer's view moved to the new ones) while
+	// they may hold records: kickAll kicks them too.
+	retired []*prodPart
 	// lastTopic caches the last topicFor answer while the Broker's topics
 	// stay as they were (Broker.topicsGen): a producer usually writes one
 	// topic, and the lookup is on every record.
@@ -424,6 +429,13 @@ func (p *Producer) topicForSlow(name string) (*prodTopic, error) {
 			return nil, err
 		}
 		npt.partitioner = part
+		if pt != nil {
+			// Deleted and created again: the old partitions' buffered
+			// records (their appends fail: deleted) must still be
+			// settled, and Close must wait for them. Flush and Close
+			// keep kicking them until they hold nothing.
+			p.retired = append(p.retired, pt.parts...)
+		}
 	}
 	for i, part := range ts.parts {
 		if npt.parts[i] == nil {
@@ -498,6 +510,7 @@ func (p *Producer) Flush(ctx context.Context) error {
 func (p *Producer) kickAll(claim bool) (pp *prodPart, own []*pendingBatch) {
 	p.topicsMu.Lock()
 	defer p.topicsMu.Unlock()
+	p.retired = slices.DeleteFunc(p.retired, func(part *prodPart) bool { return !part.kickRetired() })
 	for _, pt := range p.topics {
 		for _, part := range pt.parts {
 			if claim && own == nil {
@@ -673,6 +686,10 @@ func (pp *prodPart) add(rec *Record, cb func(*Record, error), size int64, alone 
 		} else {
 			pp.scheduleLocked()
 		}
+	} else {
+		// addLocked may have sealed the open batch before it failed:
+		// append that one as a successful add would have.
+		pp.scheduleLocked()
 	}
 	pp.mu.Unlock()
 	if lagging {
@@ -731,12 +748,9 @@ func (pp *prodPart) addLocked(rec *Record, cb func(*Record, error), size int64, 
 		if len(pp.cur.recs) == 0 {
 			// An empty batch is never appended: drop it, or Flush would
 			// wait for it for ever.
+			// The linger timer, if armed, is a sealed batch's: leave it.
 			pb := pp.cur
 			pp.cur = nil
-			if pp.timer != nil {
-				pp.timer.Stop()
-				pp.timer = nil
-			}
 			putBuilder(pb.codec, pb.bld)
 			putPendingBatch(pb)
 			pp.pr.finish(0)
@@ -801,6 +815,15 @@ func (pp *prodPart) lingerDone() {
 		pp.cur.due = true
 	}
 	pp.scheduleLocked()
+}
+
+// kickRetired kicks a retired partition (see Producer.retired) and reports
+// whether it may still hold records: buffered, or in an append.
+func (pp *prodPart) kickRetired() bool {
+	pp.kick(false)
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	return pp.cur != nil || len(pp.ready) > 0 || pp.sending
 }
 
 // kick appends whatever is buffered now (Flush, Close). With claim, when

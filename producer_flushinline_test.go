@@ -173,3 +173,31 @@ func TestLingerDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCloseSettlesRecreatedTopicsRecords: a record lingering for a topic
+// that is then deleted and created again under its name (the Producer's
+// view moves to the new partitions at its next record for the name) is
+// still settled by Close, which waits for it: with an error, since its
+// partition was deleted. The record for the new topic is acknowledged.
+func TestCloseSettlesRecreatedTopicsRecords(t *testing.T) {
+	b := openT(t, t.TempDir(), nil)
+	createTopicT(t, b, "t", TopicConfig{Partitions: 1, Flush: FlushNone})
+	p := producerT(t, b, &ProducerOptions{Linger: time.Hour})
+	var old, fresh error
+	var oldDone, freshDone bool
+	p.ProduceAsync(context.Background(), &Record{Topic: "t", Value: []byte("old")}, func(_ *Record, err error) { old, oldDone = err, true })
+	if err := b.DeleteTopic("t"); err != nil {
+		t.Fatal(err)
+	}
+	createTopicT(t, b, "t", TopicConfig{Partitions: 1, Flush: FlushNone})
+	p.ProduceAsync(context.Background(), &Record{Topic: "t", Value: []byte("new")}, func(_ *Record, err error) { fresh, freshDone = err, true })
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !oldDone || old == nil {
+		t.Fatalf("the deleted topic's lingering record after Close: settled %v, err %v; want settled with an error", oldDone, old)
+	}
+	if !freshDone || fresh != nil {
+		t.Fatalf("the new topic's record after Close: settled %v, err %v", freshDone, fresh)
+	}
+}

@@ -416,7 +416,14 @@ func (g *group) replaceStaticLocked(oldID, newID string, req *JoinGroupRequest, 
 			g.prepareRebalanceLocked("static member " + req.InstanceID + " restarted during a rebalance, owing a revocation, or with other protocols")
 			return ch, nil, nil
 		}
-		g.storeMetadataLocked() // the member id changed
+		if err := g.storeMetadataLocked(); err != nil && g.metadataBinding() { // the member id changed
+			// The next coordinator would know only the old id: rebalance,
+			// whose record names the new one, rather than answer now.
+			ch := make(chan joinOutcome, 1)
+			m.joinCh = ch
+			g.prepareRebalanceLocked("static member " + req.InstanceID + "'s new member id could not be recorded")
+			return ch, nil, nil
+		}
 		resp := &JoinGroupResponse{
 			GenerationID: g.generation, ProtocolType: g.protocolType, ProtocolName: g.protocol,
 			LeaderID: g.leader, MemberID: newID,
@@ -611,7 +618,11 @@ func (g *group) completeJoinLocked() {
 		g.protocol, g.leader = "", ""
 		g.c.logger.Info("group: now empty", "group", g.id, "generation", g.generation)
 		g.transitionLocked(StateEmpty)
-		g.storeMetadataLocked()
+		// Best effort even with LoadMembers: a next coordinator that finds
+		// the previous generation's record takes back members that are
+		// gone (they expire) or fenced, and no other member holds a
+		// partition for them to share.
+		_ = g.storeMetadataLocked()
 		return
 	}
 	g.protocol = g.selectProtocolLocked()
@@ -850,7 +861,18 @@ func (g *group) syncLocked(req *SyncGroupRequest) (chan syncOutcome, *SyncGroupR
 		g.transitionLocked(StateStable)
 		// As in Kafka, the generation's record is written before any
 		// member hears its assignment.
-		g.storeMetadataLocked()
+		if err := g.storeMetadataLocked(); err != nil && g.metadataBinding() {
+			// The next coordinator would take the previous generation's
+			// members back: no member may hear of this one. They rejoin.
+			err = fmt.Errorf("group %q: generation %d's record could not be written: %w: %w", g.id, g.generation, ErrCoordinatorNotAvailable, err)
+			for _, id := range g.order {
+				mm := g.members[id]
+				mm.assignment = nil
+				mm.respondSync(nil, err)
+			}
+			g.prepareRebalanceLocked("the generation's metadata record could not be written")
+			return ch, nil, nil
+		}
 		for _, id := range g.order {
 			mm := g.members[id]
 			mm.respondSync(&SyncGroupResponse{ProtocolType: g.protocolType, ProtocolName: g.protocol, Assignment: slices.Clone(mm.assignment)}, nil)

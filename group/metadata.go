@@ -61,18 +61,31 @@ func (g *group) metadataValueLocked() *kmsg.GroupMetadataValue {
 // and the latest one is its state; the cost is that the group's other
 // requests wait out the append (an fsync under FlushSync) once per
 // rebalance.
-func (g *group) storeMetadataLocked() {
+//
+// With Options.LoadMembers the record is more than a report: the next
+// coordinator of the partition takes its members back. Its callers then
+// do not let a generation or a member id the record does not hold take
+// effect (SyncGroup, a static member's new id): they answer with the
+// error and rebalance, as Kafka's coordinator does when the append of a
+// group's metadata fails. It returns the write's error.
+func (g *group) storeMetadataLocked() error {
 	if g.closed {
-		return
+		return nil
 	}
 	if err := g.c.writeGroupRecord(g, g.metadataValueLocked()); err != nil {
 		g.c.stats.metadataErrors.Add(1)
 		g.c.logger.Warn("group: writing the group's metadata record failed; readers of the offsets topic see an older membership",
 			"group", g.id, "generation", g.generation, "state", g.state, "err", err)
-		return
+		return err
 	}
 	g.c.stats.metadataWrites.Add(1)
+	return nil
 }
+
+// metadataBinding reports whether the group's metadata record binds the
+// next coordinator (Options.LoadMembers), so that a failed write must not
+// let what it records take effect.
+func (g *group) metadataBinding() bool { return g.c.opts.LoadMembers }
 
 // writeGroupRecord appends a group's metadata record, or its tombstone
 // when v is nil.
@@ -188,6 +201,6 @@ func (c *Coordinator) applyLoadedMetadata(groups map[string]*group, meta map[str
 		}
 		c.logger.Info("group: members of the previous process are gone; the group is Empty",
 			"group", id, "generation", g.generation, "members", lg.members)
-		g.storeMetadataLocked()
+		_ = g.storeMetadataLocked() // a report for readers: no member was told anything
 	}
 }

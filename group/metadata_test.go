@@ -236,6 +236,48 @@ func TestGroupMetadataWriteFailureDoesNotFailRebalance(t *testing.T) {
 	})
 }
 
+// TestGroupMetadataWriteFailureBindsWithLoadMembers: with LoadMembers the
+// next coordinator takes back the members of the last record written, so
+// a generation whose record fails must not take effect: every member's
+// sync gets COORDINATOR_NOT_AVAILABLE and no assignment, and the group
+// rebalances. Once the store takes writes again the rejoin completes a
+// generation whose record is written, and a coordinator loading the
+// partition takes that generation's member back.
+func TestGroupMetadataWriteFailureBindsWithLoadMembers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store, topics := newMemStore(1), newMemTopics()
+		loadMembers := func(o *Options) { o.LoadMembers = true }
+		c := newTestCoordinator(t, store, topics, loadMembers)
+		defer c.Close()
+		a, ach := newRaw(t, c, joinReq("g", ""))
+		a.joined(mustRecvAfter(t, ach))
+		store.mu.Lock()
+		store.fail = errors.New("not the leader any more")
+		store.mu.Unlock()
+		o := mustRecvAfter(t, a.sync([]SyncGroupAssignment{assign(a.id, TopicPartition{"t", 0})}))
+		if !errors.Is(o.err, ErrCoordinatorNotAvailable) || o.resp != nil {
+			t.Fatalf("sync whose generation's record failed: %+v, %v; want COORDINATOR_NOT_AVAILABLE and no assignment", o.resp, o.err)
+		}
+		if err := a.heartbeat(); !errors.Is(err, ErrRebalanceInProgress) {
+			t.Fatalf("heartbeat after the failed record: %v, want REBALANCE_IN_PROGRESS", err)
+		}
+		store.mu.Lock()
+		store.fail = nil
+		store.mu.Unlock()
+		a.joined(mustRecvAfter(t, a.join()))
+		o = mustRecvAfter(t, a.sync([]SyncGroupAssignment{assign(a.id, TopicPartition{"t", 0})}))
+		if o.err != nil {
+			t.Fatalf("sync once the store takes writes: %v", o.err)
+		}
+		d := newTestCoordinator(t, store, topics, loadMembers)
+		defer d.Close()
+		desc, err := d.DescribeGroups(context.Background(), []string{"g"})
+		if err != nil || desc[0].State != StateStable || len(desc[0].Members) != 1 || desc[0].Members[0].MemberID != a.id {
+			t.Fatalf("a coordinator loading the partition: %+v %v; want member %s back, Stable", desc, err, a.id)
+		}
+	})
+}
+
 // TestGroupMetadataTombstoneOnDelete: deleting a group writes a tombstone
 // for its metadata; a new coordinator does not know the group.
 func TestGroupMetadataTombstoneOnDelete(t *testing.T) {

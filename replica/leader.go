@@ -110,7 +110,13 @@ func NewLeader(ctx context.Context, meta Metadata, tp TopicPartition, id int32, 
 	case interface{ SetLeaderEpoch(int32) }:
 		x.SetLeaderEpoch(st.LeaderEpoch)
 	case interface{ Log() *log.Log }:
-		x.Log().SetLeaderEpoch(st.LeaderEpoch)
+		// A log whose lineage is past the metadata's epoch (metadata that
+		// lost its history) must not lead: its batches and the metadata
+		// would disagree about epochs, and divergence found by them
+		// would be wrong.
+		if err := x.Log().SetLeaderEpoch(st.LeaderEpoch); err != nil {
+			return nil, fmt.Errorf("replica: %s: leading in epoch %d: %w", tp, st.LeaderEpoch, err)
+		}
 	}
 	now := opts.Now()
 	ld := &Leader{tp: tp, id: id, meta: meta, log: l, opts: opts, state: st,
