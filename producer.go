@@ -299,9 +299,11 @@ var syncProduces = sync.Pool{New: func() any {
 // produced. Once buffered, the record's outcome is always reported, even
 // after ctx ends.
 //
-// Callbacks run on the producer's goroutines, one partition's in offset
-// order; a slow callback delays the partition's next append, and a
-// callback must not call Flush or Close.
+// Callbacks run on the producer's goroutines, or on the goroutine of a
+// Flush that appends them (see Flush), one partition's in offset order; a
+// slow callback delays the partition's next append. A callback must not
+// call Flush, Close, or a synchronous Produce: each waits for appends that
+// wait for the callback to return. ProduceAsync is fine.
 func (p *Producer) ProduceAsync(ctx context.Context, rec *Record, callback func(*Record, error)) {
 	if callback == nil {
 		callback = func(*Record, error) {}
