@@ -304,21 +304,13 @@ func TestClusterAdoptsSingleBrokerOffsets(t *testing.T) {
 	if got := committed(1); got != 42 {
 		t.Fatalf("the adopting broker serves commit %d, want 42", got)
 	}
-	// The other replicas copy the log and join the ISR.
-	deadline := time.Now().Add(5 * time.Second)
-	waitFor(t, "the followers to join the ISR", func() bool {
-		if time.Now().After(deadline) {
-			deadline = time.Now().Add(5 * time.Second)
-			for id := int32(1); id <= 3; id++ {
-				p, err := tc.brokers[id].lookup(tp.Topic, tp.Partition)
-				if err != nil {
-					t.Logf("broker %d: %v", id, err)
-					continue
-				}
-				t.Logf("broker %d: end %d hw %d state %+v", id, p.LogEndOffset(), p.HighWatermark(), state())
-			}
-		}
-		return len(state().ISR) == 3
+	// The other replicas copy the logs, the group's offsets partition's
+	// and the topic's, and join their ISRs: until then broker 1 is each
+	// one's whole ISR, and its shutdown would leave them leaderless.
+	evTP := replica.TopicPartition{Topic: topicName, Partition: 0}
+	waitFor(t, "the followers to join the ISRs", func() bool {
+		ev, err := tc.meta.Partition(ctx, evTP)
+		return len(state().ISR) == 3 && err == nil && len(ev.ISR) == 3
 	})
 	tc.stop(1)
 	var leader int32
@@ -336,10 +328,10 @@ func TestClusterAdoptsSingleBrokerOffsets(t *testing.T) {
 		t.Fatalf("%s in the metadata: %+v %v; the directory's id is %s", topicName, evRec, ok, oldEventsID)
 	}
 	waitFor(t, "a leader of "+topicName, func() bool {
-		st, err := tc.meta.Partition(ctx, replica.TopicPartition{Topic: topicName})
+		st, err := tc.meta.Partition(ctx, evTP)
 		return err == nil && st.Leader >= 0 && st.Leader != 1
 	})
-	ev, err := tc.meta.Partition(ctx, replica.TopicPartition{Topic: topicName})
+	ev, err := tc.meta.Partition(ctx, evTP)
 	if err != nil {
 		t.Fatal(err)
 	}
