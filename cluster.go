@@ -637,7 +637,7 @@ func (c *cluster) adoptStandalone(infos []topic.Info) error {
 	if member {
 		return nil
 	}
-	return writeMetaFile(c.b.fs, c.b.dir, ClusterFile, encodeMeta(clusterMagic, clusterVersion, binary.BigEndian.AppendUint32(nil, uint32(c.opts.BrokerID))))
+	return c.writeMarker()
 }
 
 // wasMember reports whether the directory was opened with ClusterOptions
@@ -657,10 +657,15 @@ func (c *cluster) wasMember() (bool, error) {
 		}
 	}
 	c.b.logger.Warn("folio: the data directory's cluster marker is unreadable; taking the directory for a cluster member's", "file", filepath.Join(c.b.dir, ClusterFile), "err", err)
-	if werr := writeMetaFile(c.b.fs, c.b.dir, ClusterFile, encodeMeta(clusterMagic, clusterVersion, binary.BigEndian.AppendUint32(nil, uint32(c.opts.BrokerID)))); werr != nil {
+	if werr := c.writeMarker(); werr != nil {
 		return true, werr
 	}
 	return true, nil
+}
+
+// writeMarker writes ClusterFile, with this broker's id.
+func (c *cluster) writeMarker() error {
+	return writeMetaFile(c.b.fs, c.b.dir, ClusterFile, encodeMeta(clusterMagic, clusterVersion, binary.BigEndian.AppendUint32(nil, uint32(c.opts.BrokerID))))
 }
 
 // adoptStandaloneTopics is adoptStandalone's adoption, of none for a

@@ -53,6 +53,13 @@ func newMemStore(n int) *memStore { return &memStore{parts: make([][]memBatch, n
 
 func (s *memStore) Partitions() int32 { return int32(len(s.parts)) }
 
+// setFail makes every later Append fail with err (nil: succeed again).
+func (s *memStore) setFail(err error) {
+	s.mu.Lock()
+	s.fail = err
+	s.mu.Unlock()
+}
+
 func (s *memStore) Append(p int32, b record.Batch) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -211,9 +211,7 @@ func TestGroupMetadataWriteFailureDoesNotFailRebalance(t *testing.T) {
 		defer c.Close()
 		a, ach := newRaw(t, c, joinReq("g", ""))
 		a.joined(mustRecvAfter(t, ach))
-		store.mu.Lock()
-		store.fail = errors.New("disk on fire")
-		store.mu.Unlock()
+		store.setFail(errors.New("disk on fire"))
 		o := mustRecvAfter(t, a.sync([]SyncGroupAssignment{assign(a.id, TopicPartition{"t", 0})}))
 		if o.err != nil {
 			t.Fatalf("sync with a failing store: %v", o.err)
@@ -230,9 +228,7 @@ func TestGroupMetadataWriteFailureDoesNotFailRebalance(t *testing.T) {
 		if !strings.Contains(logged.String(), "disk on fire") {
 			t.Fatalf("the failure was not logged: %s", logged.String())
 		}
-		store.mu.Lock()
-		store.fail = nil
-		store.mu.Unlock()
+		store.setFail(nil)
 	})
 }
 
@@ -251,9 +247,7 @@ func TestGroupMetadataWriteFailureBindsWithLoadMembers(t *testing.T) {
 		defer c.Close()
 		a, ach := newRaw(t, c, joinReq("g", ""))
 		a.joined(mustRecvAfter(t, ach))
-		store.mu.Lock()
-		store.fail = errors.New("not the leader any more")
-		store.mu.Unlock()
+		store.setFail(errors.New("not the leader any more"))
 		o := mustRecvAfter(t, a.sync([]SyncGroupAssignment{assign(a.id, TopicPartition{"t", 0})}))
 		if !errors.Is(o.err, ErrCoordinatorNotAvailable) || o.resp != nil {
 			t.Fatalf("sync whose generation's record failed: %+v, %v; want COORDINATOR_NOT_AVAILABLE and no assignment", o.resp, o.err)
@@ -261,9 +255,7 @@ func TestGroupMetadataWriteFailureBindsWithLoadMembers(t *testing.T) {
 		if err := a.heartbeat(); !errors.Is(err, ErrRebalanceInProgress) {
 			t.Fatalf("heartbeat after the failed record: %v, want REBALANCE_IN_PROGRESS", err)
 		}
-		store.mu.Lock()
-		store.fail = nil
-		store.mu.Unlock()
+		store.setFail(nil)
 		a.joined(mustRecvAfter(t, a.join()))
 		o = mustRecvAfter(t, a.sync([]SyncGroupAssignment{assign(a.id, TopicPartition{"t", 0})}))
 		if o.err != nil {
