@@ -56,9 +56,14 @@ func peerLog(b *testing.B) *Broker {
 // peerAppend produces records [from, to) in batches of peerBatch, a Flush
 // after each, as peerbench's folio adapter does.
 func peerAppend(b *testing.B, p *Producer, from, to int) {
+	peerAppendEvery(b, p, from, to, peerBatch)
+}
+
+// peerAppendEvery is peerAppend with a Flush every `every` records.
+func peerAppendEvery(b *testing.B, p *Producer, from, to, every int) {
 	ctx := context.Background()
-	recs := make([]Record, peerBatch)
-	vals := make([][]byte, peerBatch)
+	recs := make([]Record, every)
+	vals := make([][]byte, every)
 	for i := range vals {
 		vals[i] = make([]byte, peerSize)
 	}
@@ -71,8 +76,8 @@ func peerAppend(b *testing.B, p *Producer, from, to int) {
 			mu.Unlock()
 		}
 	}
-	for n := from; n < to; n += peerBatch {
-		k := min(peerBatch, to-n)
+	for n := from; n < to; n += every {
+		k := min(every, to-n)
 		for i := range k {
 			binary.LittleEndian.PutUint64(vals[i], uint64(n+i))
 			recs[i] = Record{Topic: "peer", Value: vals[i]}
@@ -186,7 +191,25 @@ func BenchmarkPeerPointRead(b *testing.B) {
 }
 
 func BenchmarkPeerSequential(b *testing.B) {
-	br := peerLog(b)
+	benchSequential(b, peerLog(b))
+}
+
+// BenchmarkSequentialLargeBatches is BenchmarkPeerSequential over batches
+// of about 9,500 records (a producer's 1 MiB BatchBytes, flushed every
+// 10,000 records), each many times a Poll's MaxPollRecords (500): what a
+// consumer's kept batch (curBatch) spares is reading and checking the
+// batch again at every Poll.
+func BenchmarkSequentialLargeBatches(b *testing.B) {
+	br := openT(b, b.TempDir(), &Options{CheckpointInterval: -1})
+	createTopicT(b, br, "peer", TopicConfig{Partitions: 1, Flush: FlushNone})
+	p := producerT(b, br, &ProducerOptions{BatchBytes: 1 << 20, Linger: time.Hour})
+	peerAppendEvery(b, p, 0, peerRecs(), 10_000)
+	benchSequential(b, br)
+}
+
+// benchSequential reads the topic "peer" of br, filled by peerAppend, from
+// start to end and over again, checking every record.
+func benchSequential(b *testing.B, br *Broker) {
 	c := consumerT(b, br, &ConsumerOptions{ZeroCopy: true})
 	if err := c.Assign(Assignment{Topic: "peer"}); err != nil {
 		b.Fatal(err)

@@ -192,8 +192,9 @@ type Consumer struct {
 	pollMu   sync.Mutex
 	held     heldViews
 	deferred deferredErr
-	parts    []pollPart // Poll's, reused
-	zcRecs   []Record   // the slice a ZeroCopy Poll returns, reused by the next
+	parts    []pollPart      // Poll's, reused
+	zcRecs   []Record        // the slice a ZeroCopy Poll returns, reused by the next
+	curs     []*assignedPart // the partitions holding a curBatch
 
 	closed atomic.Bool
 }
@@ -221,6 +222,33 @@ type assignedPart struct {
 	// (KIP-320). Only Poll (under pollMu) touches them.
 	epoch, checked int32
 	epochGen       uint64
+	// cur is the batch the last Poll that read the partition stopped
+	// inside; cur.v is nil for none. Only Poll (under pollMu) and Close
+	// touch it. A value, not a pointer: a Poll that stops inside a batch
+	// (every point read) allocates nothing for it.
+	cur curBatch
+}
+
+// curBatch is a batch a Poll stopped inside, MaxPollRecords reached: the
+// view holding it and its iterator at the next record, the batch's CRC
+// checked once, when Poll first parsed it. The next Poll from there takes
+// the batch's records from it instead of reading the batch and checking
+// its CRC again, as a Kafka consumer drains a fetched batch over many
+// polls: without it, a batch of thousands of small records would be read
+// and checked once per MaxPollRecords of its records.
+//
+// It is used only while nothing could have changed the bytes or what the
+// position means: the same position and generation (no Seek, Assign or
+// rewind since), the log neither truncated (which may write over the
+// bytes it cut), closed nor deleted, and the position not below the log
+// start (retention and DeleteRecords are told as before, by the read).
+type curBatch struct {
+	v      *readpath.View
+	it     record.RecordIter
+	bt     record.Batch
+	gen    uint64 // the position's generation when it was read
+	next   int64  // the offset of the next record: the position it continues
+	truncs int64  // the log's Truncations before the read
 }
 
 // heldViews are the read views and decompression buffers that zero-copy
@@ -468,6 +496,9 @@ func (c *Consumer) Close() error {
 	c.assignMu.Unlock()
 	c.pollMu.Lock()
 	c.held.release()
+	for len(c.curs) > 0 {
+		c.dropCur(c.curs[0], false)
+	}
 	c.zcRecs = nil
 	c.pollMu.Unlock()
 	c.b.clientsMu.Lock()
@@ -525,6 +556,15 @@ func (c *Consumer) Poll(ctx context.Context) ([]Record, error) {
 		}
 		if len(c.order) > 0 {
 			c.rr = (c.rr + 1) % len(c.order)
+		}
+		// A kept batch of a partition unassigned, or sought, since is
+		// dropped; fetch checks the rest.
+		for i := 0; i < len(c.curs); {
+			if ap := c.curs[i]; c.assigned[ap.tp] != ap || ap.gen != ap.cur.gen {
+				c.dropCur(ap, false)
+				continue
+			}
+			i++
 		}
 		changes := c.changes
 		c.assignMu.Unlock()
@@ -637,13 +677,20 @@ func (c *Consumer) fetch(pp *pollPart, recs []Record) ([]Record, error) {
 	if err := checkLineage(pp); err != nil {
 		return recs, err
 	}
+	if pp.ap.cur.v != nil {
+		var err error
+		if recs, err = c.fromCur(pp, recs); err != nil || len(recs) >= c.opts.MaxPollRecords {
+			return recs, err
+		}
+	}
 	for resets := 0; ; resets++ {
 		maxBytes := c.readBytes(pp.ap, c.opts.MaxPollRecords-len(recs))
+		truncs := p.Log().Truncations()
 		v, err := p.Read(pp.pos, maxBytes, log.BoundHighWatermark)
 		if err == nil {
 			pos0 := pp.pos
 			var u viewUse
-			recs, u, err = c.decode(pp, v, recs)
+			recs, u, err = c.decode(pp, v, truncs, recs)
 			if err == nil {
 				if u.rest > 0 || maxBytes >= c.opts.FetchBytes ||
 					len(recs) >= c.opts.MaxPollRecords || pp.pos == pos0 ||
@@ -740,11 +787,85 @@ func (c *Consumer) readBytes(ap *assignedPart, want int) int {
 // unparsed (MaxPollRecords was reached before them) and its largest batch.
 type viewUse struct{ size, rest, largest int }
 
-// decode turns the batches of view v into records from pp.pos on.
-func (c *Consumer) decode(pp *pollPart, v *readpath.View, recs []Record) (_ []Record, u viewUse, _ error) {
+// fromCur appends the records of the batch the last Poll stopped inside,
+// if it is still good for pp's position (see curBatch), and drops it once
+// it is drained or no longer good.
+func (c *Consumer) fromCur(pp *pollPart, recs []Record) ([]Record, error) {
+	ap, p := pp.ap, pp.ap.p
+	cb, l := &ap.cur, p.Log()
+	if cb.gen != pp.gen || cb.next != pp.pos || p.Deleted() || l.Closed() ||
+		l.Truncations() != cb.truncs || pp.pos < l.LogStartOffset() {
+		c.dropCur(ap, false) // no record of this Poll came from it
+		return recs, nil
+	}
+	n0, pos0, moved0 := len(recs), pp.pos, pp.moved
+	var full bool
+	err := readpath.Guard(func() error {
+		var arena []byte
+		if !c.opts.ZeroCopy {
+			arena = make([]byte, 0, min(len(cb.bt), arenaStart))
+		}
+		var err error
+		recs, _, full, err = c.decodeRecords(&cb.it, p, pp, recs, arena)
+		return err
+	})
+	if err != nil {
+		recs, pp.pos, pp.moved = recs[:n0], pos0, moved0
+		c.dropCur(ap, false)
+		return recs, fmt.Errorf("folio: %s: %w", p, errs.Mark(err, ErrCorrupt))
+	}
+	p.Delivered(len(recs)-n0, 0) // its bytes were counted when it was read
+	if full {
+		cb.next = pp.pos
+		return recs, nil
+	}
+	// Offsets after the last record (compaction gaps) belong to the batch.
+	pp.pos, pp.moved = cb.bt.LastOffset()+1, true
+	c.dropCur(ap, true)
+	return recs, nil
+}
+
+// keepCur makes the batch bt of view v, which a Poll stopped inside at
+// pp.pos with it at the next record, ap's curBatch; it owns v and it.
+func (c *Consumer) keepCur(pp *pollPart, v *readpath.View, it *record.RecordIter, bt record.Batch, truncs int64) {
+	if pp.ap.cur.v != nil {
+		c.dropCur(pp.ap, true)
+	}
+	pp.ap.cur = curBatch{v: v, it: *it, bt: bt, gen: pp.gen, next: pp.pos, truncs: truncs}
+	c.curs = append(c.curs, pp.ap)
+}
+
+// dropCur forgets ap's curBatch. With aliased (zero-copy records of the
+// Poll under way may point into it) its view and iterator are released at
+// the next Poll, else at once.
+func (c *Consumer) dropCur(ap *assignedPart, aliased bool) {
+	cb := ap.cur
+	ap.cur = curBatch{}
+	if i := slices.Index(c.curs, ap); i >= 0 {
+		c.curs = slices.Delete(c.curs, i, i+1)
+	}
+	if aliased && c.opts.ZeroCopy {
+		c.held.views = append(c.held.views, cb.v)
+		if cb.bt.Codec() != record.CodecNone {
+			// The records alias its decompression buffer.
+			it := new(record.RecordIter)
+			*it = cb.it
+			c.held.iters = append(c.held.iters, it)
+		}
+		return
+	}
+	cb.v.Release()
+	cb.it.Close()
+}
+
+// decode turns the batches of view v into records from pp.pos on. truncs
+// is the log's Truncations read before the read that made v: a batch
+// decode stops inside, MaxPollRecords reached, is kept for the next Poll
+// (keepCur) with it.
+func (c *Consumer) decode(pp *pollPart, v *readpath.View, truncs int64, recs []Record) (_ []Record, u viewUse, _ error) {
 	p := pp.ap.p
 	n0, bytesRead := len(recs), 0
-	keep := false
+	keep, kept := false, false
 	err := readpath.Guard(func() error {
 		buf, err := v.Bytes()
 		if err != nil {
@@ -786,21 +907,26 @@ func (c *Consumer) decode(pp *pollPart, v *readpath.View, recs []Record) (_ []Re
 				recs = slices.Grow(recs, int(min(est, int64(c.opts.MaxPollRecords-len(recs)))))
 			}
 			var full bool
-			if c.opts.ZeroCopy && bt.Codec() != record.CodecNone {
-				// The records alias the decompression buffer: keep the
-				// iterator open until the next Poll.
-				it := new(record.RecordIter)
-				*it = bt.Records(decodeOpts)
-				c.held.iters = append(c.held.iters, it)
-				recs, arena, full, err = c.decodeRecords(it, p, pp, recs, arena)
-			} else {
-				it := bt.Records(decodeOpts)
-				recs, arena, full, err = c.decodeRecords(&it, p, pp, recs, arena)
-				it.Close()
-			}
+			it := bt.Records(decodeOpts)
+			recs, arena, full, err = c.decodeRecords(&it, p, pp, recs, arena)
 			if err != nil {
+				it.Close()
 				recs, pp.pos, pp.moved = recs[:nBatch], posBatch, movedBatch
 				return fmt.Errorf("folio: %s: %w", p, errs.Mark(err, ErrCorrupt))
+			}
+			switch {
+			case full:
+				// Kept, with the view, for the next Poll to go on from.
+				c.keepCur(pp, v, &it, bt, truncs)
+				kept = true
+			case c.opts.ZeroCopy && bt.Codec() != record.CodecNone:
+				// The records alias the decompression buffer: keep the
+				// iterator open until the next Poll.
+				hit := new(record.RecordIter)
+				*hit = it
+				c.held.iters = append(c.held.iters, hit)
+			default:
+				it.Close()
 			}
 			if !full {
 				// Offsets after the last record (compaction gaps) belong
@@ -822,11 +948,14 @@ func (c *Consumer) decode(pp *pollPart, v *readpath.View, recs []Record) (_ []Re
 		}
 		return nil
 	})
-	if c.opts.ZeroCopy && len(recs) > n0 {
+	switch {
+	case kept:
+		// The curBatch owns v.
+	case c.opts.ZeroCopy && len(recs) > n0:
 		c.held.views = append(c.held.views, v)
 		keep = true
 	}
-	if !keep {
+	if !keep && !kept {
 		v.Release()
 	}
 	if len(recs) > n0 || err == nil {
@@ -867,13 +996,18 @@ func (c *Consumer) decodeRecords(it *record.RecordIter, p *brokerPart, pp *pollP
 	// A read starting inside the batch (a Seek, a point read) passes the
 	// records before pos without decoding them.
 	it.SkipBefore(pp.pos)
-	for it.Next() {
+	for {
+		if len(recs) == c.opts.MaxPollRecords {
+			// full when records are left: the iterator stays at the next
+			// one, for the next Poll to go on from (curBatch).
+			return recs, arena, it.Remaining() > 0, nil
+		}
+		if !it.Next() {
+			break
+		}
 		r := it.Record()
 		if r.Offset() < pp.pos {
 			continue
-		}
-		if len(recs) == c.opts.MaxPollRecords {
-			return recs, arena, true, nil
 		}
 		// Built in place: a Record is 128 bytes, and building it aside
 		// and appending it copied it twice.

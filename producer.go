@@ -24,7 +24,7 @@ const (
 	// usually cut below it: when the linger ends, or (with no linger) when
 	// the partition's previous append finishes, whatever accumulated is
 	// appended.
-	DefaultBatchBytes = 64 << 10
+	DefaultBatchBytes = 128 << 10
 	// DefaultMaxBufferedBytes caps the memory held by records produced but
 	// not yet acknowledged (Kafka's buffer.memory).
 	DefaultMaxBufferedBytes = 32 << 20

@@ -10,14 +10,14 @@ import (
 	"github.com/foliolog/folio/record"
 )
 
-// TestProducerRecordAboveBatchBytes: BatchBytes (64 KiB by default) caps
-// how many records go together, not a record: one of 200 KiB, which the
+// TestProducerRecordAboveBatchBytes: BatchBytes (64 KiB here) caps how
+// many records go together, not a record: one of 200 KiB, which the
 // topic's default max.message.bytes (1 MiB) takes, goes in a batch of its
 // own between the small ones; only a record above max.message.bytes fails.
 func TestProducerRecordAboveBatchBytes(t *testing.T) {
 	b := openT(t, t.TempDir(), nil)
 	createTopicT(t, b, "t", TopicConfig{})
-	p := producerT(t, b, nil)
+	p := producerT(t, b, &ProducerOptions{BatchBytes: 64 << 10})
 	ctx := context.Background()
 	big := bytes.Repeat([]byte("b"), 200<<10)
 	vals := [][]byte{[]byte("small 0"), big, []byte("small 2")}

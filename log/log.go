@@ -286,6 +286,15 @@ func (l *Log) LogStartOffset() int64 { return l.snap.Load().start }
 // LogEndOffset is the offset the next appended record gets.
 func (l *Log) LogEndOffset() int64 { return l.end.Load() }
 
+// Truncations counts the truncations (TruncateTo, TruncateFullyAndStartAt)
+// since Open. A reader that keeps bytes it read, to hand out later, reads
+// it before the read and compares it before using them: while it has not
+// moved, no byte it read was cut from the log or written over.
+func (l *Log) Truncations() int64 { return l.truncGen.Load() }
+
+// Closed reports whether Close has begun: reads now fail with ErrClosed.
+func (l *Log) Closed() bool { return l.closed.Load() }
+
 // DurableEndOffset is the offset below which every record is fsynced (the
 // recovery point).
 func (l *Log) DurableEndOffset() int64 { return l.durable.Load() }

@@ -351,6 +351,15 @@ func (it *RecordIter) corrupt(what string) error {
 // bytes live.
 func (it *RecordIter) Record() RecordView { return it.rec }
 
+// Remaining returns how many of the batch's records Next has yet to
+// decode (SkipBefore passes count as decoded); 0 after an error or Close.
+func (it *RecordIter) Remaining() int {
+	if it.err != nil {
+		return 0
+	}
+	return int(it.left)
+}
+
 // Err returns the error that stopped iteration, or nil at a clean end.
 func (it *RecordIter) Err() error { return it.err }
 
