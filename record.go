@@ -2,6 +2,7 @@ package folio
 
 import (
 	"fmt"
+	"math/bits"
 	"strconv"
 	"strings"
 	"time"
@@ -100,15 +101,12 @@ func quoteBytes(b []byte) string {
 	return strconv.Quote(string(b))
 }
 
-// varintLen is the length of v as a zigzag varint, Kafka's record framing.
+// varintLen is the length of v as a zigzag varint, Kafka's record framing:
+// 7 bits a byte, at least one. Branch-free, as it is on every produced
+// record's path (aloneBatchSize), several times.
 func varintLen(v int64) int {
 	u := uint64(v<<1) ^ uint64(v>>63)
-	n := 1
-	for u >= 0x80 {
-		u >>= 7
-		n++
-	}
-	return n
+	return (bits.Len64(u|1) + 6) / 7
 }
 
 // bytesFieldLen is the encoded length of a nullable byte field.
