@@ -2,7 +2,6 @@ package folio
 
 import (
 	"fmt"
-	"math/bits"
 	"strconv"
 	"strings"
 	"time"
@@ -101,12 +100,15 @@ func quoteBytes(b []byte) string {
 	return strconv.Quote(string(b))
 }
 
-// varintLen is the length of v as a zigzag varint, Kafka's record framing:
-// 7 bits a byte, at least one. Branch-free, as it is on every produced
-// record's path (aloneBatchSize), several times.
+// varintLen is the length of v as a zigzag varint, Kafka's record framing.
 func varintLen(v int64) int {
 	u := uint64(v<<1) ^ uint64(v>>63)
-	return (bits.Len64(u|1) + 6) / 7
+	n := 1
+	for u >= 0x80 {
+		u >>= 7
+		n++
+	}
+	return n
 }
 
 // bytesFieldLen is the encoded length of a nullable byte field.
