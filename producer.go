@@ -726,10 +726,10 @@ func (pp *prodPart) sendClaimed(own []*pendingBatch) {
 // addLocked is add under pp.mu, short of scheduling the append; it reports
 // whether the sender lags behind (full batches queue up while it runs).
 func (pp *prodPart) addLocked(rec *Record, cb func(*Record, error), size int64, alone int) (lagging bool, err error) {
-	var ts int64
+	r := record.Record{Key: rec.Key, Value: rec.Value, Headers: rec.Headers}
 	stamped := !rec.Timestamp.IsZero()
 	if stamped {
-		ts = rec.Timestamp.UnixMilli()
+		r.Timestamp = rec.Timestamp.UnixMilli()
 	}
 	if pp.cur != nil && pp.cur.bld.Len() > 0 && pp.cur.bld.Size()+alone-record.HeaderSize > min(pp.batchBytes, pp.p.MaxBatchBytes()) {
 		pp.sealLocked()
@@ -746,11 +746,9 @@ func (pp *prodPart) addLocked(rec *Record, cb func(*Record, error), size int64, 
 		pp.pr.pending.Add(1) // settled by finish, appended or dropped
 	}
 	if !stamped {
-		ts = pp.cur.now
+		r.Timestamp = pp.cur.now
 	}
-	// The record is built in the call (not in a variable copied into it),
-	// which spares a copy of it on every produced record.
-	if err := pp.cur.bld.Append(record.Record{Key: rec.Key, Value: rec.Value, Headers: rec.Headers, Timestamp: ts}); err != nil {
+	if err := pp.cur.bld.Append(r); err != nil {
 		if len(pp.cur.recs) == 0 {
 			// An empty batch is never appended: drop it, or Flush would
 			// wait for it for ever.
