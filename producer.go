@@ -603,10 +603,12 @@ type pendingBatch struct {
 	now int64
 }
 
+// pendingRec is a buffered record and its callback. The timestamp it was
+// encoded with, which a rebuild needs, is not kept: it is the record's own,
+// or, for one produced without, its batch's now.
 type pendingRec struct {
 	rec *Record
 	cb  func(*Record, error)
-	ts  int64 // the timestamp it was encoded with, for a rebuild
 }
 
 func newProdPart(pr *Producer, p *brokerPart, part *topic.Partitioner, n int32) *prodPart {
@@ -759,7 +761,7 @@ func (pp *prodPart) addLocked(rec *Record, cb func(*Record, error), size int64, 
 		}
 		return lagging, fmt.Errorf("folio: encoding a record for %s: %w", pp.p, err)
 	}
-	pp.cur.recs = append(pp.cur.recs, pendingRec{rec: rec, cb: cb, ts: r.Timestamp})
+	pp.cur.recs = append(pp.cur.recs, pendingRec{rec: rec, cb: cb})
 	pp.cur.mem += size
 	return lagging, nil
 }
@@ -955,7 +957,7 @@ func (pp *prodPart) appendBatches(batches []*pendingBatch) {
 	seq := pp.seq
 	bufi := 0
 	for _, pb := range batches {
-		parts = pp.encode(parts, pb.bld, pb.recs, &seq, &bufi)
+		parts = pp.encode(parts, pb.bld, pb.recs, pb.now, &seq, &bufi)
 	}
 	built := pp.built[:0]
 	defer func() {
@@ -1045,8 +1047,9 @@ func putPendingBatch(pb *pendingBatch) {
 // the uncompressed size that bounded it and than the topic takes; then the
 // records are split in halves and rebuilt, down to a record that does not
 // fit on its own, which fails with ErrMessageTooLarge as Kafka's broker
-// would refuse it.
-func (pp *prodPart) encode(out []encoded, bld *record.Builder, recs []pendingRec, seq *int32, bufi *int) []encoded {
+// would refuse it. now is the batch's pendingBatch.now, the timestamp its
+// records produced without one were encoded with.
+func (pp *prodPart) encode(out []encoded, bld *record.Builder, recs []pendingRec, now int64, seq *int32, bufi *int) []encoded {
 	if pp.pr.pid >= 0 {
 		bld.ProducerID, bld.ProducerEpoch, bld.BaseSequence = pp.pr.pid, pp.pr.epoch, *seq
 	}
@@ -1077,7 +1080,10 @@ func (pp *prodPart) encode(out []encoded, bld *record.Builder, recs []pendingRec
 			continue
 		}
 		for _, r := range sub {
-			rr := record.Record{Key: r.rec.Key, Value: r.rec.Value, Headers: r.rec.Headers, Timestamp: r.ts}
+			rr := record.Record{Key: r.rec.Key, Value: r.rec.Value, Headers: r.rec.Headers, Timestamp: now}
+			if !r.rec.Timestamp.IsZero() {
+				rr.Timestamp = r.rec.Timestamp.UnixMilli()
+			}
 			if err := b.Append(rr); err != nil {
 				out = append(out, encoded{recs: sub, err: fmt.Errorf("folio: encoding a record for %s: %w", pp.p, err)})
 				b = nil
@@ -1085,7 +1091,7 @@ func (pp *prodPart) encode(out []encoded, bld *record.Builder, recs []pendingRec
 			}
 		}
 		if b != nil {
-			out = pp.encode(out, b, sub, seq, bufi)
+			out = pp.encode(out, b, sub, now, seq, bufi)
 			putBuilder(codec, b) // the bytes live in pp.bufs
 		}
 	}
@@ -1119,13 +1125,26 @@ func (g *memGate) init(limit int64) {
 }
 
 // acquire takes n bytes (at most the limit), waiting under ctx while there
-// is no room. It fails with ErrClosed once closed is set.
+// is no room. It fails with ErrClosed once closed is set. The path with
+// room is small enough to be inlined into every produce call.
 func (g *memGate) acquire(ctx context.Context, n int64, closed *atomic.Bool, b *Broker) error {
-	n = min(n, g.limit)
-	if g.used.Add(n) <= g.limit {
+	if g.used.Add(n) <= g.limit { // so n is within the limit
 		return nil
 	}
+	return g.acquireSlow(ctx, n, closed, b)
+}
+
+// acquireSlow is acquire when adding n bytes, as they came, to used passed
+// the limit: it takes them back, caps them, and tries again or waits.
+func (g *memGate) acquireSlow(ctx context.Context, n int64, closed *atomic.Bool, b *Broker) error {
 	g.used.Add(-n)
+	if n > g.limit {
+		n = g.limit
+		if g.used.Add(n) <= g.limit {
+			return nil // a record above the limit, with nothing else buffered
+		}
+		g.used.Add(-n)
+	}
 	start := time.Now()
 	b.producerBlock.Add(1)
 	defer func() { b.metrics.ProduceBlocked(time.Since(start)) }()

@@ -1,0 +1,67 @@
+package folio
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/foliolog/folio/log"
+	"github.com/foliolog/folio/vfs"
+)
+
+// The NoWrite pair is BenchmarkPeerAppend and BenchmarkPeerAppendLog with
+// the segment files' writes dropped (discardLogFS): what is left is the CPU
+// each layer spends in user space per record, with none of the kernel's
+// write, whose cost varies from run to run with the page cache by more
+// than the producer's bookkeeping weighs. A diagnostic for comparing two
+// versions of the producing path, not a figure of what appending costs.
+// Nothing reads the segments back, so the batches are not counted.
+
+func BenchmarkPeerAppendNoWrite(b *testing.B) {
+	br := openT(b, b.TempDir(), &Options{CheckpointInterval: -1, FS: discardLogFS{vfs.Default}})
+	createTopicT(b, br, "peer", TopicConfig{Partitions: 1, Flush: FlushNone})
+	p := producerT(b, br, nil)
+	peerAppend(b, p, 0, peerBatch) // the producer id and the first segment
+	n := max(b.N/peerBatch*peerBatch, peerBatch)
+	b.SetBytes(peerSize)
+	b.ReportAllocs()
+	b.ResetTimer()
+	start, u := time.Now(), startUsage()
+	peerAppend(b, p, peerBatch, peerBatch+n)
+	b.ReportMetric(float64(n)/time.Since(start).Seconds(), "records/s")
+	u.report(b, n)
+}
+
+func BenchmarkPeerAppendLogNoWrite(b *testing.B) {
+	l, err := log.Open(discardLogFS{vfs.Default}, b.TempDir(), &log.Options{FlushPolicy: log.FlushNone}, log.State{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	w := newPeerLogWriter(b)
+	n := max(b.N/peerBatch*peerBatch, peerBatch)
+	b.SetBytes(peerSize)
+	b.ReportAllocs()
+	b.ResetTimer()
+	start, u := time.Now(), startUsage()
+	w.append(b, l, n)
+	b.ReportMetric(float64(n)/time.Since(start).Seconds(), "records/s")
+	u.report(b, n)
+}
+
+// discardLogFS is an FS whose .log files drop what is written to them.
+type discardLogFS struct{ vfs.FS }
+
+func (d discardLogFS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
+	f, err := d.FS.OpenFile(name, flag, perm)
+	if err != nil || !strings.HasSuffix(name, ".log") {
+		return f, err
+	}
+	return discardFile{f}, nil
+}
+
+type discardFile struct{ vfs.File }
+
+func (discardFile) Write(p []byte) (int, error)            { return len(p), nil }
+func (discardFile) WriteAt(p []byte, _ int64) (int, error) { return len(p), nil }
