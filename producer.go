@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/foliolog/folio/partition"
 	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/topic"
 )
@@ -585,6 +586,11 @@ type prodPart struct {
 	// (emptied of their references) so that an append allocates none.
 	parts []encoded
 	built []record.Batch
+	// settleBuf is the settlement of an append settled on the sender's
+	// goroutine, reused; inflight the done channels of the appends waiting
+	// for their acknowledgement on goroutines of their own, oldest first.
+	settleBuf settlement
+	inflight  []chan struct{}
 }
 
 // pendingBatch is a batch being filled: its encoder and, in order, the
@@ -719,7 +725,7 @@ func (pp *prodPart) sendClaimed(own []*pendingBatch) {
 		pp.pr.senders.Done()
 	}()
 	pp.pr.inline.Add(1)
-	pp.appendBatches(own)
+	pp.appendBatches(own, true)
 	clear(own) // pp.held: drop the settled batches
 }
 
@@ -912,7 +918,7 @@ func (pp *prodPart) send() {
 			runtime.Gosched()
 		}
 		first = false
-		pp.appendBatches(batches)
+		pp.appendBatches(batches, false)
 	}
 }
 
@@ -951,8 +957,12 @@ type encoded struct {
 	err   error
 }
 
-// appendBatches encodes and appends batches, then settles their records.
-func (pp *prodPart) appendBatches(batches []*pendingBatch) {
+// appendBatches encodes and appends batches, then settles their records:
+// at once when there is nothing to wait for, or with inline (a caller
+// that waits for them anyway: a Flush, a synchronous Produce) once their
+// acknowledgement comes, else on a goroutine that waits for it while the
+// sender goes on to the partition's next records.
+func (pp *prodPart) appendBatches(batches []*pendingBatch, inline bool) {
 	parts := pp.parts[:0]
 	seq := pp.seq
 	bufi := 0
@@ -971,12 +981,17 @@ func (pp *prodPart) appendBatches(batches []*pendingBatch) {
 		}
 	}
 	var err error
+	var ack partition.AppendAck
 	n := 0
-	index := pp.p.Index()
 	if len(built) > 0 {
+		// A partition's appends that wait (an fsync under FlushSync,
+		// replication) have as many in flight as overlapping group
+		// commits: more would only cut the records arriving meanwhile
+		// into smaller batches.
+		pp.awaitInflight(maxInflight - 1)
 		// No ctx: the sender reports every outcome, however long the
 		// acknowledgement takes.
-		n, err = pp.p.AppendProduced(context.Background(), pp.pr.pid, built)
+		n, ack, err = pp.p.AppendProducedNoWait(context.Background(), pp.pr.pid, built)
 		err = brokerErr(err)
 	}
 	// Sequences advance by what was written only, so a batch refused
@@ -984,37 +999,133 @@ func (pp *prodPart) appendBatches(batches []*pendingBatch) {
 	for _, bt := range built[:n] {
 		pp.seq = nextSequence(pp.seq, bt.LastOffsetDelta()+1)
 	}
+	// What each group of records gets: its refusal, or the base offset of
+	// its written batch (the batch's bytes are the sender's to reuse once
+	// written). On an error no record of the append is acknowledged, not
+	// even those of batches written before the failure: under FlushSync
+	// they were never fsynced. Their error says the outcome is unknown
+	// (ErrUnknownOutcome) where offsets were assigned.
+	deferred := ack.Pending() && !inline
+	st := &pp.settleBuf
+	if deferred {
+		st = &settlement{}
+	}
+	st.batches = append(st.batches[:0], batches...)
+	st.groups = st.groups[:0]
 	k := 0 // index into built
 	for _, e := range parts {
-		if e.err != nil {
-			for _, r := range e.recs {
-				r.cb(r.rec, e.err)
+		g := settleGroup{recs: e.recs, err: e.err, base: -1}
+		if e.err == nil {
+			if err == nil && k < n {
+				g.base = built[k].BaseOffset()
+			} else {
+				g.err = err
+			}
+			k++
+		}
+		st.groups = append(st.groups, g)
+	}
+	if !deferred {
+		// Settled here, after the partition's appends still waiting
+		// (their callbacks come first).
+		werr := ack.Wait()
+		pp.awaitInflight(0)
+		pp.settle(st, werr)
+		return
+	}
+	// The acknowledgement is waited for beside the next appends, whose
+	// fsync then starts beside this one's instead of after it, and the
+	// callbacks run after those of the partition's earlier appends.
+	st.prev = pp.lastInflight()
+	st.done = make(chan struct{})
+	pp.inflight = append(pp.inflight, st.done)
+	pp.pr.senders.Add(1)
+	go func() {
+		defer pp.pr.senders.Done()
+		werr := ack.Wait()
+		if st.prev != nil {
+			<-st.prev
+		}
+		pp.settle(st, werr)
+		close(st.done)
+	}()
+}
+
+// maxInflight is how many appends of a partition may wait for their
+// acknowledgement at once: as many as the log's overlapping group commits.
+const maxInflight = 2
+
+// settlement is what an append's records get once its acknowledgement is
+// known: their groups, in order, and the pending batches to release.
+type settlement struct {
+	groups  []settleGroup
+	batches []*pendingBatch
+	prev    chan struct{} // closed once the previous append is settled
+	done    chan struct{} // closed once this one is
+}
+
+// settleGroup is the records of one encoded batch: refused (err), or
+// written at base, acknowledged unless the wait fails.
+type settleGroup struct {
+	recs []pendingRec
+	err  error
+	base int64
+}
+
+// settle runs the callbacks of st's records, with ackErr for those written
+// when the acknowledgement failed, and releases its batches.
+func (pp *prodPart) settle(st *settlement, ackErr error) {
+	index := pp.p.Index()
+	for _, g := range st.groups {
+		err := g.err
+		if err == nil && ackErr != nil {
+			err = ackErr
+		}
+		if err != nil {
+			for _, r := range g.recs {
+				r.cb(r.rec, err)
 			}
 			continue
 		}
-		// On an error no record of the append is acknowledged, not even
-		// those of batches written before the failure: under FlushSync
-		// they were never fsynced. Their error says the outcome is
-		// unknown (ErrUnknownOutcome) where offsets were assigned.
-		if err == nil && k < n {
-			base := built[k].BaseOffset()
-			for j, r := range e.recs {
-				r.rec.Partition = index
-				r.rec.Offset = base + int64(j)
-				r.cb(r.rec, nil)
-			}
-		} else {
-			for _, r := range e.recs {
-				r.cb(r.rec, err)
-			}
+		for j, r := range g.recs {
+			r.rec.Partition = index
+			r.rec.Offset = g.base + int64(j)
+			r.cb(r.rec, nil)
 		}
-		k++
 	}
-	for _, pb := range batches {
+	for _, pb := range st.batches {
 		pp.pr.finish(pb.mem)
 		putBuilder(pb.codec, pb.bld)
 		putPendingBatch(pb)
 	}
+	clear(st.groups) // the callers' records
+	clear(st.batches)
+}
+
+// awaitInflight waits until at most n of the partition's appends wait for
+// their acknowledgement. Only the sending role calls it.
+func (pp *prodPart) awaitInflight(n int) {
+	for len(pp.inflight) > 0 {
+		select {
+		case <-pp.inflight[0]:
+			pp.inflight = slices.Delete(pp.inflight, 0, 1)
+			continue
+		default:
+		}
+		if len(pp.inflight) <= n {
+			return
+		}
+		<-pp.inflight[0]
+	}
+}
+
+// lastInflight is the done channel of the partition's last append still
+// waiting for its acknowledgement, nil for none.
+func (pp *prodPart) lastInflight() chan struct{} {
+	if len(pp.inflight) == 0 {
+		return nil
+	}
+	return pp.inflight[len(pp.inflight)-1]
 }
 
 // pendingBatchPool recycles pending batches with their record slices, which

@@ -34,11 +34,54 @@ import (
 // refused, and reopening recovers. first and last are set whenever offsets
 // were assigned, even with such an error.
 func (l *Log) Append(batches ...record.Batch) (first, last int64, err error) {
+	first, last, w, err := l.AppendNoWait(batches...)
+	if err != nil {
+		return first, last, err
+	}
+	return first, last, w.Wait()
+}
+
+// AckWait is what an append written by AppendNoWait waits for before its
+// acknowledgement: the fsync its flush policy asks, if any. Wait must be
+// called exactly once (the log keeps what a truncation did for waiters it
+// has not seen return); the zero AckWait waits for nothing.
+type AckWait struct {
+	l           *Log
+	target, gen int64
+}
+
+// Wait returns once the append's records are covered by the fsync the
+// flush policy asks, leading a group commit if none running covers them,
+// with the error Append would have returned: a failed fsync (ErrFailed),
+// or ErrTruncated if a truncation cut the records meanwhile.
+func (w AckWait) Wait() error {
+	if w.l == nil {
+		return nil
+	}
+	l := w.l
+	err := l.syncTo(w.target, w.gen)
+	l.appendMu.Lock()
+	l.syncWaiters--
+	l.appendMu.Unlock()
+	return err
+}
+
+// Pending reports whether Wait has anything to wait for.
+func (w AckWait) Pending() bool { return w.l != nil }
+
+// AppendNoWait is Append returning once the bytes are written, with what
+// the acknowledgement still waits for (AckWait.Wait: under FlushSync, an
+// fsync covering the records). An appender that writes its next batches
+// before waiting for the last ones' fsync lets that batch's fsync start
+// beside the running one (group commits overlap), so that each record
+// waits for about one fsync, the one that covers it. On an error there is
+// nothing to wait for.
+func (l *Log) AppendNoWait(batches ...record.Batch) (first, last int64, w AckWait, err error) {
 	if l.ro != nil {
-		return -1, -1, l.readOnlyErr("Append")
+		return -1, -1, AckWait{}, l.readOnlyErr("Append")
 	}
 	if len(batches) == 0 {
-		return -1, -1, fmt.Errorf("%w: no batches", ErrInvalidBatch)
+		return -1, -1, AckWait{}, fmt.Errorf("%w: no batches", ErrInvalidBatch)
 	}
 	// One batch goes through the segment's own full check before it is
 	// written; several must all pass before the first is written, and a
@@ -49,17 +92,17 @@ func (l *Log) Append(batches ...record.Batch) (first, last int64, err error) {
 	full := len(batches) > 1 || c.LogAppendTime
 	for i, b := range batches {
 		if err := l.checkBatch(b, full, c); err != nil {
-			return -1, -1, fmt.Errorf("log: append to %s, batch %d of %d: %w", l.dir, i, len(batches), err)
+			return -1, -1, AckWait{}, fmt.Errorf("log: append to %s, batch %d of %d: %w", l.dir, i, len(batches), err)
 		}
 	}
 	if err := l.beforeWrite(); err != nil {
-		return -1, -1, err
+		return -1, -1, AckWait{}, err
 	}
 
 	l.lockAppend()
 	if err := l.appendErrLocked(); err != nil {
 		l.appendMu.Unlock()
-		return -1, -1, err
+		return -1, -1, AckWait{}, err
 	}
 	now := l.opts.Now()
 	epoch := l.epoch.Load()
@@ -78,11 +121,11 @@ func (l *Log) Append(batches ...record.Batch) (first, last int64, err error) {
 			}
 			l.afterAppendLocked()
 			l.appendMu.Unlock()
-			return first, last, fmt.Errorf("log: append to %s, batch %d of %d: %w", l.dir, i, len(batches), err)
+			return first, last, AckWait{}, fmt.Errorf("log: append to %s, batch %d of %d: %w", l.dir, i, len(batches), err)
 		}
 	}
 	last = l.next - 1
-	return first, last, l.finishAppendLocked()
+	return first, last, l.finishAppendLocked(), nil
 }
 
 // checkBatch refuses what the segment would refuse, before anything is
@@ -253,20 +296,17 @@ func (l *Log) newEntry(seg *segment.Segment) *segEntry {
 }
 
 // finishAppendLocked ends an append that holds appendMu: it publishes what
-// was written, releases appendMu, and waits for the fsync the flush policy
-// asks before an acknowledgement (counted in syncWaiters meanwhile).
-func (l *Log) finishAppendLocked() error {
+// was written, releases appendMu, and returns the wait for the fsync the
+// flush policy asks before an acknowledgement (counted in syncWaiters
+// until AckWait.Wait returns).
+func (l *Log) finishAppendLocked() AckWait {
 	target, gen, needSync := l.afterAppendLocked()
 	if needSync {
 		l.syncWaiters++
 	}
 	l.appendMu.Unlock()
 	if !needSync {
-		return nil
+		return AckWait{}
 	}
-	err := l.syncTo(target, gen)
-	l.appendMu.Lock()
-	l.syncWaiters--
-	l.appendMu.Unlock()
-	return err
+	return AckWait{l: l, target: target, gen: gen}
 }

@@ -88,7 +88,7 @@ func (l *Log) AppendFollower(batches ...record.Batch) (first, last int64, err er
 		}
 	}
 	last = l.next - 1
-	return first, last, l.finishAppendLocked()
+	return first, last, l.finishAppendLocked().Wait()
 }
 
 // appendFollowerOneLocked writes one batch as it is, at its own base offset

@@ -165,52 +165,111 @@ func (p *Partition) acknowledge(ctx context.Context, first, last int64) error {
 // acknowledged, and those counted are written, or their outcome unknown
 // (ErrUnknownOutcome). ctx bounds what AppendBatch's ctx bounds.
 func (p *Partition) AppendProduced(ctx context.Context, pid int64, batches []record.Batch) (int, error) {
+	n, ack, err := p.AppendProducedNoWait(ctx, pid, batches)
+	if err != nil {
+		return n, err
+	}
+	return n, ack.Wait()
+}
+
+// AppendAck is what batches written by AppendProducedNoWait wait for before
+// their acknowledgement: the fsync the flush policy asks, then
+// replication's (acks=all). The zero AppendAck waits for nothing. Wait must be
+// called exactly once, and the AppendAcks of one producer's appends in the
+// order of the appends.
+type AppendAck struct {
+	p           *Partition
+	ctx         context.Context
+	lw          logAck
+	first, last int64
+}
+
+// Wait returns once the batches are acknowledged, or with the error
+// AppendProduced would have returned for them (written, outcome unknown:
+// ErrUnknownOutcome).
+func (a AppendAck) Wait() error {
+	if a.p == nil {
+		return nil
+	}
+	if err := a.lw.wait(a.p); err != nil {
+		return err
+	}
+	return a.p.acknowledge(a.ctx, a.first, a.last)
+}
+
+// Pending reports whether Wait has anything to wait for.
+func (a AppendAck) Pending() bool { return a.p != nil }
+
+// AppendProducedNoWait is AppendProduced returning once the batches are
+// written, before their acknowledgement, which ack.Wait waits for. A
+// producer that writes its next batches before waiting for the last ones
+// has their fsync start beside the running one instead of after it
+// (log.Log.AppendNoWait), so that under FlushSync a record waits for about
+// one fsync. On an error there is nothing to wait for: the batches counted
+// are written, their outcome unknown, as with AppendProduced.
+func (p *Partition) AppendProducedNoWait(ctx context.Context, pid int64, batches []record.Batch) (n int, ack AppendAck, err error) {
 	if ctx.Err() != nil {
-		return 0, context.Cause(ctx)
+		return 0, AppendAck{}, context.Cause(ctx)
 	}
 	if p.repl != nil {
 		if err := p.repl.BeforeAppend(ctx, p); err != nil {
-			return 0, err
+			return 0, AppendAck{}, err
 		}
 	}
-	n, err := p.appendProduced(ctx, pid, batches)
+	n, lw, err := p.appendProduced(ctx, pid, batches)
 	if err != nil || n == 0 {
-		return n, err
+		return n, AppendAck{}, err
 	}
-	return n, p.acknowledge(ctx, batches[0].BaseOffset(), batches[n-1].LastOffset())
+	if !lw.w.Pending() {
+		_ = lw.wait(p) // nothing to wait for: reports the append
+		lw = logAck{}
+		if p.repl == nil {
+			return n, AppendAck{}, nil
+		}
+	}
+	return n, AppendAck{p: p, ctx: ctx, lw: lw, first: batches[0].BaseOffset(), last: batches[n-1].LastOffset()}, nil
 }
 
-func (p *Partition) appendProduced(ctx context.Context, pid int64, batches []record.Batch) (int, error) {
+func (p *Partition) appendProduced(ctx context.Context, pid int64, batches []record.Batch) (int, logAck, error) {
 	if pid < 0 {
-		_, _, err := p.appendLog(batches...)
-		return appendedCount(batches, err), err
+		_, _, lw, err := p.appendLogNoWait(batches...)
+		return appendedCount(batches, err), lw, err
 	}
 	sl := p.lockProducer(pid)
 	defer p.unlockProducer(pid, sl)
 	if ctx.Err() != nil {
-		return 0, context.Cause(ctx)
+		return 0, logAck{}, context.Cause(ctx)
 	}
 	st, err := p.producerState()
 	if err != nil {
-		return 0, err
+		return 0, logAck{}, err
 	}
 	// Check the first batch only: the rest follow it by construction, and
 	// Check compares against the state, which Update moves after the append.
 	dup, err := st.Check(batches[0])
 	if err != nil {
-		return 0, fmt.Errorf("partition: %s: %w", p, err)
+		return 0, logAck{}, fmt.Errorf("partition: %s: %w", p, err)
 	}
 	if dup != nil {
-		return 0, fmt.Errorf("%w: %s: producer %d resent sequence %d", topic.ErrDuplicateSequence, p, pid, batches[0].BaseSequence())
+		return 0, logAck{}, fmt.Errorf("%w: %s: producer %d resent sequence %d", topic.ErrDuplicateSequence, p, pid, batches[0].BaseSequence())
 	}
-	_, _, err = p.appendLog(batches...)
+	// The producer state records the batches once they are written, as
+	// Kafka's leader does on its append, before their fsync: a failed
+	// fsync fails the log, which takes no more appends.
+	_, _, lw, err := p.appendLogNoWait(batches...)
 	n := appendedCount(batches, err)
 	for _, bt := range batches[:n] {
 		if uerr := st.Update(bt, bt.BaseOffset(), bt.LastOffset()); uerr != nil && err == nil {
 			err = fmt.Errorf("partition: %s: recording producer state: %w", p, uerr)
 		}
 	}
-	return n, err
+	if err != nil {
+		// Written but not to be acknowledged: still wait out the fsync,
+		// which the log counts on being waited for.
+		_ = lw.wait(p)
+		return n, logAck{}, err
+	}
+	return n, lw, nil
 }
 
 // lockProducer takes the sequence lock of producer id pid; unlockProducer
@@ -283,20 +342,57 @@ func (e *appendError) Unwrap() error { return e.err }
 // a write or fsync failure after offsets were assigned ErrUnknownOutcome
 // (the partition is failed; the records may be on disk).
 func (p *Partition) appendLog(batches ...record.Batch) (int64, int64, error) {
+	first, last, lw, err := p.appendLogNoWait(batches...)
+	if err != nil {
+		return first, last, err
+	}
+	return first, last, lw.wait(p)
+}
+
+// logAck is the log's part of an AppendAck: the fsync the flush policy asks,
+// and what the metrics report once it is done.
+type logAck struct {
+	w           log.AckWait
+	first, last int64
+	start       time.Time
+	recs, size  int
+}
+
+// wait waits for the log's acknowledgement and reports the append to the
+// metrics, or maps its error as appendLog's. The zero logAck (no append,
+// or one already waited for) waits for nothing.
+func (a logAck) wait(p *Partition) error {
+	if a.start.IsZero() {
+		return nil
+	}
+	if err := a.w.Wait(); err != nil {
+		return p.appendFailed(err, a.first, a.last)
+	}
+	p.metrics.Appended(p.topic, p.index, a.recs, a.size, time.Since(a.start))
+	return nil
+}
+
+// appendLogNoWait is appendLog returning once the batches are written.
+func (p *Partition) appendLogNoWait(batches ...record.Batch) (int64, int64, logAck, error) {
 	if p.deleted.Load() {
-		return -1, -1, fmt.Errorf("%w: %q was deleted", ErrDeleted, p.topic)
+		return -1, -1, logAck{}, fmt.Errorf("%w: %q was deleted", ErrDeleted, p.topic)
 	}
 	start := time.Now()
-	first, last, err := p.log.Append(batches...)
+	first, last, w, err := p.log.AppendNoWait(batches...)
 	if err == nil {
 		n, size := 0, 0
 		for _, bt := range batches {
 			n += int(bt.NumRecords())
 			size += len(bt)
 		}
-		p.metrics.Appended(p.topic, p.index, n, size, time.Since(start))
-		return first, last, nil
+		return first, last, logAck{w: w, first: first, last: last, start: start, recs: n, size: size}, nil
 	}
+	return first, last, logAck{}, p.appendFailed(err, first, last)
+}
+
+// appendFailed records and maps the log's error for an append whose
+// offsets, if any were assigned, are first to last.
+func (p *Partition) appendFailed(err error, first, last int64) error {
 	if errors.Is(err, log.ErrFailed) {
 		p.failedSeen.Store(true)
 	}
@@ -305,7 +401,7 @@ func (p *Partition) appendLog(batches ...record.Batch) (int64, int64, error) {
 	if first >= 0 && last >= first {
 		p.logger.Error("partition: stopped accepting writes", "topic", p.topic, "partition", p.index, "err", err)
 	}
-	return first, last, &appendError{first: first, last: last, err: err}
+	return &appendError{first: first, last: last, err: err}
 }
 
 func (p *Partition) mapAppendError(err error, first, last int64) error {
