@@ -195,6 +195,9 @@ type Consumer struct {
 	parts    []pollPart      // Poll's, reused
 	zcRecs   []Record        // the slice a ZeroCopy Poll returns, reused by the next
 	curs     []*assignedPart // the partitions holding a curBatch
+	// keptBytes is the memory the kept batches hold of their own
+	// (Sendfile buffers, decompression buffers), at most keptBytesMax.
+	keptBytes int
 
 	closed atomic.Bool
 }
@@ -249,7 +252,14 @@ type curBatch struct {
 	gen    uint64 // the position's generation when it was read
 	next   int64  // the offset of the next record: the position it continues
 	truncs int64  // the log's Truncations before the read
+	cost   int    // the memory it holds of its own (Consumer.keptBytes)
 }
+
+// keptBytesMax is how much memory of their own (a Sendfile view's buffer,
+// a decompression buffer) a consumer's kept batches may hold together, in
+// FetchBytes: a view of a mapping costs none, and a batch over the cap is
+// read again by the next Poll, as before batches were kept.
+const keptBytesMax = 4
 
 // heldViews are the read views and decompression buffers that zero-copy
 // records alias, released at the next Poll.
@@ -826,13 +836,21 @@ func (c *Consumer) fromCur(pp *pollPart, recs []Record) ([]Record, error) {
 }
 
 // keepCur makes the batch bt of view v, which a Poll stopped inside at
-// pp.pos with it at the next record, ap's curBatch; it owns v and it.
-func (c *Consumer) keepCur(pp *pollPart, v *readpath.View, it *record.RecordIter, bt record.Batch, truncs int64) {
+// pp.pos with it at the next record, ap's curBatch, which then owns v and
+// it; false, leaving them to the caller, when the memory they hold of
+// their own would take the consumer's kept batches past keptBytesMax.
+func (c *Consumer) keepCur(pp *pollPart, v *readpath.View, it *record.RecordIter, bt record.Batch, truncs int64) bool {
 	if pp.ap.cur.v != nil {
 		c.dropCur(pp.ap, true)
 	}
-	pp.ap.cur = curBatch{v: v, it: *it, bt: bt, gen: pp.gen, next: pp.pos, truncs: truncs}
+	cost := v.Buffered() + it.Buffered()
+	if cost > 0 && c.keptBytes+cost > keptBytesMax*c.opts.FetchBytes {
+		return false
+	}
+	c.keptBytes += cost
+	pp.ap.cur = curBatch{v: v, it: *it, bt: bt, gen: pp.gen, next: pp.pos, truncs: truncs, cost: cost}
 	c.curs = append(c.curs, pp.ap)
+	return true
 }
 
 // dropCur forgets ap's curBatch. With aliased (zero-copy records of the
@@ -841,6 +859,7 @@ func (c *Consumer) keepCur(pp *pollPart, v *readpath.View, it *record.RecordIter
 func (c *Consumer) dropCur(ap *assignedPart, aliased bool) {
 	cb := ap.cur
 	ap.cur = curBatch{}
+	c.keptBytes -= cb.cost
 	if i := slices.Index(c.curs, ap); i >= 0 {
 		c.curs = slices.Delete(c.curs, i, i+1)
 	}
@@ -915,9 +934,8 @@ func (c *Consumer) decode(pp *pollPart, v *readpath.View, truncs int64, recs []R
 				return fmt.Errorf("folio: %s: %w", p, errs.Mark(err, ErrCorrupt))
 			}
 			switch {
-			case full:
+			case full && c.keepCur(pp, v, &it, bt, truncs):
 				// Kept, with the view, for the next Poll to go on from.
-				c.keepCur(pp, v, &it, bt, truncs)
 				kept = true
 			case c.opts.ZeroCopy && bt.Codec() != record.CodecNone:
 				// The records alias the decompression buffer: keep the

@@ -117,7 +117,7 @@ func TestPollKeptBatchAfterSeek(t *testing.T) {
 	if err := c.Seek("t", 0, AtOffset(int64(next))); err != nil {
 		t.Fatal(err)
 	}
-	next = pollCheck(t, c, "v", next)
+	pollCheck(t, c, "v", next)
 	if err := c.Assign(Assignment{Topic: "t", Start: AtOffset(3)}); err != nil {
 		t.Fatal(err)
 	}
@@ -233,4 +233,63 @@ func TestPollKeptBatchReleased(t *testing.T) {
 	if len(c.curs)+len(c.held.views)+len(c.held.iters) != 0 {
 		t.Fatalf("Close kept %d batches, %d views, %d iterators", len(c.curs), len(c.held.views), len(c.held.iters))
 	}
+}
+
+// Kept batches holding memory of their own (Sendfile buffers) stay under
+// keptBytesMax FetchBytes per consumer; the partitions past it read their
+// batch again at the next Poll, and every record still comes once, in
+// order.
+func TestPollKeptBatchesMemoryCap(t *testing.T) {
+	const parts, n = 8, 1000
+	b := openT(t, t.TempDir(), nil)
+	createTopicT(t, b, "s", TopicConfig{Partitions: parts, Flush: FlushNone, ReadPath: ReadSendfile})
+	p := producerT(t, b, &ProducerOptions{BatchBytes: 1 << 20, Linger: time.Hour, ManualPartitioning: true})
+	for part := range int32(parts) {
+		for i := range n {
+			p.ProduceAsync(context.Background(), &Record{Topic: "s", Partition: part, Value: padded(i)}, nil)
+		}
+	}
+	if err := p.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	const fetch = 64 << 10
+	c := consumerT(t, b, &ConsumerOptions{MaxPollRecords: 10, FetchBytes: fetch, ZeroCopy: true})
+	for part := range int32(parts) {
+		if err := c.Assign(Assignment{Topic: "s", Partition: part}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	next := map[int32]int{}
+	maxKept := 0
+	for total := 0; total < parts*n; {
+		recs, err := c.Poll(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if want := next[r.Partition]; r.Offset != int64(want) || !bytes.Equal(r.Value, padded(want)) {
+				t.Fatalf("partition %d: offset %d %q, want %d", r.Partition, r.Offset, r.Value, want)
+			}
+			next[r.Partition]++
+			total++
+		}
+		if c.keptBytes > keptBytesMax*fetch {
+			t.Fatalf("kept batches hold %d bytes, over %d", c.keptBytes, keptBytesMax*fetch)
+		}
+		maxKept = max(maxKept, len(c.curs))
+	}
+	if maxKept == 0 || maxKept == parts {
+		t.Fatalf("at most %d of %d partitions kept a batch; want some, not all (the cap)", maxKept, parts)
+	}
+	_ = c.Close()
+	if c.keptBytes != 0 {
+		t.Fatalf("Close left %d kept bytes", c.keptBytes)
+	}
+}
+
+// padded is value("v", i) made 110 bytes long.
+func padded(i int) []byte {
+	return append(value("v", i), bytes.Repeat([]byte{'x'}, 100)...)
 }

@@ -50,6 +50,16 @@ func (v *View) SetFraming(f Framing) { v.framing, v.framed = f, true }
 // (a view of bytes that are not whole batches).
 func (v *View) Framing() (Framing, bool) { return v.framing, v.framed }
 
+// Buffered returns the bytes of memory the view holds of its own until
+// Release: its pooled buffer once Bytes has filled it (Sendfile), 0 for a
+// view of a mapping.
+func (v *View) Buffered() int {
+	if v.buf == nil {
+		return 0
+	}
+	return cap(*v.buf)
+}
+
 // Len returns the view's length in bytes.
 func (v *View) Len() int { return v.n }
 

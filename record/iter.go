@@ -351,6 +351,15 @@ func (it *RecordIter) corrupt(what string) error {
 // bytes live.
 func (it *RecordIter) Record() RecordView { return it.rec }
 
+// Buffered returns the bytes of the pooled decompression buffer the
+// iterator holds until Close, 0 for an uncompressed batch.
+func (it *RecordIter) Buffered() int {
+	if it.buf == nil {
+		return 0
+	}
+	return cap(*it.buf)
+}
+
 // Remaining returns how many of the batch's records Next has yet to
 // decode (SkipBefore passes count as decoded); 0 after an error or Close.
 func (it *RecordIter) Remaining() int {
