@@ -85,6 +85,11 @@ func (l *Log) syncTo(target, gen int64) error {
 			continue
 		}
 		l.flushes++
+		// The flush will cover at least the log end as of now (flush
+		// raises it to the end it reads): claimed at once, so that the
+		// appenders woken with this one do not each lead another flush
+		// of the same records before it says what it covers.
+		l.flushCovers = max(l.flushCovers, l.end.Load())
 		l.flushMu.Unlock()
 
 		settled, err := l.syncStep(target, gen)
@@ -199,8 +204,8 @@ func (l *Log) flush(withActive, shared bool) error {
 	}
 	synced := len(pending) > 0
 	if withActive && target.offset > l.durable.Load() {
-		if err := l.syncLogFile(active); err != nil {
-			return l.fail(err)
+		if err := l.syncActive(active); err != nil {
+			return err
 		}
 		synced = true
 	}
@@ -242,6 +247,46 @@ func (l *Log) sealPending() {
 	defer l.syncMu.Unlock()
 	// A failure is recorded in the log's failed state; appenders see it.
 	_ = l.flushLocked(false)
+}
+
+// fsyncRun is an fsync of the active .log under way, for the group commits
+// beside it (syncActive).
+type fsyncRun struct{ done chan struct{} }
+
+// syncActive fsyncs the active .log, then waits for every fsync of it that
+// runs beside this one to end, and fails if any failed. On Linux a
+// write-back error is reported to one fsync of a file only (the first to
+// look), so of two overlapping fsyncs of one file, the one that did not
+// see the error may succeed though bytes it covers never reached the disk.
+// An fsync's success is therefore trusted only once every fsync that
+// overlapped it has ended without error (those that ended before it failed
+// the log first: l.err()). One that starts after it ended cannot have
+// taken its error. The later-ending of two never waits for the other, so
+// no wait is circular.
+func (l *Log) syncActive(e *segEntry) error {
+	run := &fsyncRun{done: make(chan struct{})}
+	l.flushMu.Lock()
+	l.syncing = append(l.syncing, run)
+	l.flushMu.Unlock()
+	err := l.syncLogFile(e)
+	if err != nil {
+		err = l.fail(err)
+	}
+	l.flushMu.Lock()
+	l.syncing = slices.DeleteFunc(l.syncing, func(r *fsyncRun) bool { return r == run })
+	var beside *fsyncRun
+	if len(l.syncing) > 0 {
+		beside = l.syncing[0] // maxFlushes is 2: at most one other
+	}
+	l.flushMu.Unlock()
+	close(run.done)
+	if err != nil {
+		return err
+	}
+	if beside != nil {
+		<-beside.done
+	}
+	return l.err()
 }
 
 // syncLogFile fsyncs the active segment's .log and nothing else

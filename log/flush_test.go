@@ -3,6 +3,7 @@ package log
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,12 +31,13 @@ func waitFor[T any](t testing.TB, ch <-chan T, what string) T {
 func isLogFile(path string) bool { return strings.HasSuffix(path, ".log") }
 
 // TestGroupCommit holds one fsync blocked while N appenders append: their
-// writes go through (fsync never runs under the append lock), the blocked
-// append is not acknowledged, and the appenders behind it are: their
+// writes go through (fsync never runs under the append lock), and their
 // fsyncs start beside the blocked one (group commits overlap, up to
-// maxFlushes), each covering every write before it: with the second fsync
-// held until all have written, two fsyncs serve them all. Once the fsync is released the first append is
-// acknowledged too.
+// maxFlushes), each covering every write before it. None of them is
+// acknowledged while the blocked fsync runs: an fsync's success counts only
+// once every fsync beside it ended without error (syncActive). Once it is
+// released, every append is acknowledged, the second fsync (held until all
+// have written) and at most one more serving them all.
 func TestGroupCommit(t *testing.T) {
 	const n = 16
 	fsys := faultfs.New()
@@ -52,6 +54,8 @@ func TestGroupCommit(t *testing.T) {
 		// started: the appenders it may acknowledge.
 		coverMu sync.Mutex
 		covered []int64
+		// secondDone is closed when the second fsync has ended.
+		secondDone = make(chan struct{})
 	)
 	fsys.SetHook(func(op faultfs.Op) error {
 		if !armed.Load() || !isLogFile(op.Path) {
@@ -70,12 +74,14 @@ func TestGroupCommit(t *testing.T) {
 				return nil
 			}
 			coverMu.Lock()
-			covered = append(covered, written.Load())
+			w := written.Load()
+			covered = append(covered, w)
 			coverMu.Unlock()
 			if syncs.Load() == 2 {
 				// Hold the second fsync until every appender wrote, so
 				// that the appenders behind it have to share a third.
 				<-allIn
+				defer close(secondDone)
 			}
 		}
 		return nil
@@ -103,39 +109,32 @@ func TestGroupCommit(t *testing.T) {
 	for i := int64(1); i <= n; i++ {
 		go appendOne(i)
 	}
+	waitFor(t, secondDone, "the second fsync, beside the blocked one")
+	select {
+	case r := <-results:
+		t.Fatalf("an append was acknowledged while an fsync beside its own was still running: %+v", r)
+	default:
+	}
+	if hw := l.HighWatermark(); hw != 1 {
+		t.Fatalf("high watermark %d while the first fsync is held, want 1", hw)
+	}
 	seen := map[int64]bool{}
-	for i := 0; i < n; i++ {
-		r := waitFor(t, results, "the acknowledgements of the appenders behind a blocked fsync")
+	releaseOnce()
+	for range n + 1 {
+		r := waitFor(t, results, "the acknowledgements once the blocked fsync ended")
 		if r.err != nil {
 			t.Fatal(r.err)
 		}
-		if r.first == 1 {
-			t.Fatalf("the append whose fsync is blocked was acknowledged")
-		}
 		seen[r.first] = true
 	}
-	if hw := l.HighWatermark(); hw != n+2 {
-		// The later fsyncs covered the first append's bytes too.
-		t.Fatalf("high watermark %d after the fsyncs behind the blocked one, want %d", hw, n+2)
-	}
-	coverMu.Lock()
-	if len(covered) == 0 || len(covered) > 2 || covered[len(covered)-1] != n+1 {
-		t.Fatalf("fsyncs beside the blocked one started after %v writes; want at most 2 fsyncs for %d appenders, the last after all %d writes", covered, n, n+1)
-	}
-	coverMu.Unlock()
-	select {
-	case r := <-results:
-		t.Fatalf("the append whose fsync is blocked was acknowledged: %+v", r)
-	default:
-	}
-	releaseOnce()
-	r := waitFor(t, results, "the blocked append's acknowledgement")
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	seen[r.first] = true
 	if len(seen) != n+1 {
 		t.Fatalf("offsets assigned twice: %v", seen)
+	}
+	coverMu.Lock()
+	cov := slices.Clone(covered)
+	coverMu.Unlock()
+	if len(cov) > 2 || cov[len(cov)-1] != n+1 {
+		t.Fatalf("fsyncs after the blocked one started after %v writes; want at most 2 fsyncs for %d appenders, the last after all %d writes", cov, n, n+1)
 	}
 	if l.DurableEndOffset() != n+2 || l.HighWatermark() != n+2 {
 		t.Fatalf("durable %d hw %d, want %d", l.DurableEndOffset(), l.HighWatermark(), n+2)
@@ -375,5 +374,64 @@ func TestFailedFsyncKeepsUnackedHidden(t *testing.T) {
 	defer cancel()
 	if err := l.Wait(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Wait for the unacknowledged record: %v", err)
+	}
+}
+
+// TestOverlappingFsyncAfterAFailedOne: of two overlapping fsyncs of the
+// active .log, the first fails (EIO) after the second succeeded. On Linux
+// the second may have succeeded only because the first took the
+// write-back error, so its success does not count: neither appender is
+// acknowledged, and the durable end and high watermark stay below both.
+func TestOverlappingFsyncAfterAFailedOne(t *testing.T) {
+	fsys := faultfs.New()
+	var (
+		armed    atomic.Bool
+		syncs    atomic.Int64
+		writes   = make(chan struct{}, 8)
+		first    = make(chan struct{}) // the first fsync is running
+		second   = make(chan struct{}) // the second fsync ended
+		failWith = errors.New("EIO on the first fsync")
+	)
+	fsys.SetHook(func(op faultfs.Op) error {
+		if !armed.Load() || !isLogFile(op.Path) {
+			return nil
+		}
+		switch op.Kind {
+		case faultfs.OpWrite:
+			writes <- struct{}{}
+		case faultfs.OpSync:
+			switch syncs.Add(1) {
+			case 1:
+				close(first)
+				<-second // held until the one beside it succeeded
+				return failWith
+			case 2:
+				defer close(second)
+			}
+		}
+		return nil
+	})
+	l := openT(t, fsys, t.TempDir(), &Options{FlushPolicy: FlushSync}, State{})
+	if _, _, err := l.Append(makeBatch(t, "w", 0, 1, 10, 1)); err != nil {
+		t.Fatal(err)
+	}
+	armed.Store(true)
+	results := make(chan error, 2)
+	go func() {
+		_, _, err := l.Append(makeBatch(t, "a", 1, 1, 10, 1))
+		results <- err
+	}()
+	waitFor(t, first, "the first append's fsync")
+	go func() {
+		_, _, err := l.Append(makeBatch(t, "b", 2, 1, 10, 1))
+		results <- err
+	}()
+	for i := range 2 {
+		if err := waitFor(t, results, "the appenders' outcomes"); !errors.Is(err, ErrFailed) {
+			t.Fatalf("appender %d: %v, want an error wrapping ErrFailed", i, err)
+		}
+	}
+	if d, hw := l.DurableEndOffset(), l.HighWatermark(); d > 1 || hw > 1 {
+		t.Fatalf("durable end %d, high watermark %d after the failed fsync; want at most 1", d, hw)
 	}
 }

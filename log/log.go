@@ -159,7 +159,7 @@ type Log struct {
 	// syncMu, then appendMu.
 	syncMu sync.RWMutex
 
-	// flushMu guards flushes, flushCovers and flushDone: how many group
+	// flushMu guards flushes, flushCovers, flushDone and syncing: how many group
 	// commits appenders lead, the largest log end one of them covers, and
 	// the channel closed when one ends (see syncTo). It is held only to
 	// read or change them, never with another lock.
@@ -167,6 +167,7 @@ type Log struct {
 	flushes     int
 	flushCovers int64
 	flushDone   chan struct{}
+	syncing     []*fsyncRun // the fsyncs of the active .log under way (syncActive)
 
 	// retentionMu serialises retention passes, DeleteRecordsBefore,
 	// TruncateTo and the end of Close, so that no two of them delete the
