@@ -1239,28 +1239,42 @@ func (g *memGate) init(limit int64) {
 // is no room. It fails with ErrClosed once closed is set. The path with
 // room is small enough to be inlined into every produce call.
 func (g *memGate) acquire(ctx context.Context, n int64, closed *atomic.Bool, b *Broker) error {
-	if g.used.Add(n) <= g.limit { // so n is within the limit
+	if u := g.used.Load(); u+n <= g.limit && g.used.CompareAndSwap(u, u+n) {
 		return nil
 	}
 	return g.acquireSlow(ctx, n, closed, b)
 }
 
-// acquireSlow is acquire when adding n bytes, as they came, to used passed
-// the limit: it takes them back, caps them, and tries again or waits.
-func (g *memGate) acquireSlow(ctx context.Context, n int64, closed *atomic.Bool, b *Broker) error {
-	g.used.Add(-n)
-	if n > g.limit {
-		n = g.limit
-		if g.used.Add(n) <= g.limit {
-			return nil // a record above the limit, with nothing else buffered
+// tryAcquire takes n bytes if they fit. A compare-and-swap, not an add
+// taken back on failure: a transient add would make other callers see the
+// gate fuller than what is held, so that all of them could fail and sleep
+// with nothing held to release and wake them.
+func (g *memGate) tryAcquire(n int64) bool {
+	for {
+		u := g.used.Load()
+		if u+n > g.limit {
+			return false
 		}
-		g.used.Add(-n)
+		if g.used.CompareAndSwap(u, u+n) {
+			return true
+		}
+	}
+}
+
+// acquireSlow is acquire when n bytes did not fit at once: it caps them
+// at the limit, and tries again or waits.
+func (g *memGate) acquireSlow(ctx context.Context, n int64, closed *atomic.Bool, b *Broker) error {
+	n = min(n, g.limit)
+	if g.tryAcquire(n) {
+		return nil
 	}
 	start := time.Now()
 	b.producerBlock.Add(1)
 	defer func() { b.metrics.ProduceBlocked(time.Since(start)) }()
 	// Register, then re-check: release subtracts, then reads waiters, so
 	// one of the two sees the other (sequentially consistent atomics).
+	// What used counts is held, so a waiter that finds no room is woken
+	// by the release that makes it.
 	g.waiters.Add(1)
 	defer g.waiters.Add(-1)
 	for {
@@ -1270,10 +1284,9 @@ func (g *memGate) acquireSlow(ctx context.Context, n int64, closed *atomic.Bool,
 		if closed.Load() {
 			return ErrClosed
 		}
-		if g.used.Add(n) <= g.limit {
+		if g.tryAcquire(n) {
 			return nil
 		}
-		g.used.Add(-n)
 		select {
 		case <-ch:
 		case <-ctx.Done():

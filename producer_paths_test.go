@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -157,5 +159,47 @@ func TestCompressionSplitKeepsTimestamps(t *testing.T) {
 	}
 	if !split {
 		t.Fatalf("no pending batch was split after compression (%d batches stored): nothing was rebuilt", len(bts))
+	}
+}
+
+// TestMemGateNoLostWakeup: producers contending for a gate with room for
+// one of them at a time never all sleep with nothing held. With a failed
+// fast path that added its bytes and took them back, every contender
+// could see the gate full of such transient adds, fail, and wait for a
+// release nobody holding anything would make.
+func TestMemGateNoLostWakeup(t *testing.T) {
+	b := openT(t, t.TempDir(), nil)
+	var g memGate
+	g.init(10)
+	var closed atomic.Bool
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const workers, rounds = 8, 3000
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range rounds {
+				if err := g.acquire(ctx, 6, &closed, b); err != nil {
+					errs <- err
+					return
+				}
+				if u := g.used.Load(); u > g.limit {
+					errs <- fmt.Errorf("used %d over the limit %d", u, g.limit)
+					return
+				}
+				g.release(6)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if u := g.used.Load(); u != 0 {
+		t.Fatalf("used %d after every release", u)
 	}
 }
