@@ -1018,7 +1018,11 @@ func (c *Consumer) decodeRecords(it *record.RecordIter, p *brokerPart, pp *pollP
 		if len(recs) == c.opts.MaxPollRecords {
 			// full when records are left: the iterator stays at the next
 			// one, for the next Poll to go on from (curBatch).
-			return recs, arena, it.Remaining() > 0, nil
+			if it.Remaining() > 0 {
+				return recs, arena, true, nil
+			}
+			it.Next() // at the end: checks that no bytes follow the last record
+			return recs, arena, false, it.Err()
 		}
 		if !it.Next() {
 			break

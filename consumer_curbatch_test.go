@@ -3,10 +3,12 @@ package folio
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"testing"
 	"time"
 
+	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/topic"
 )
 
@@ -292,4 +294,45 @@ func TestPollKeptBatchesMemoryCap(t *testing.T) {
 // padded is value("v", i) made 110 bytes long.
 func padded(i int) []byte {
 	return append(value("v", i), bytes.Repeat([]byte{'x'}, 100)...)
+}
+
+// A batch whose CRC holds but whose records section has bytes after its
+// last record is damage, also when a Poll's MaxPollRecords ends exactly
+// at that last record.
+func TestPollTrailingBytesAtMaxPollRecords(t *testing.T) {
+	b := openT(t, t.TempDir(), nil)
+	createTopicT(t, b, "t", TopicConfig{Flush: FlushNone})
+	bld, err := record.NewBuilder(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := bld.Append(record.Record{Value: value("v", i), Timestamp: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bt, err := bld.Build(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := append(append([]byte(nil), bt...), 1, 2, 3, 4, 5)
+	binary.BigEndian.PutUint32(bad[8:], uint32(len(bad)-12)) // batchLength
+	binary.BigEndian.PutUint32(bad[17:], record.Batch(bad).ComputeCRC())
+	bp, err := b.lookup("t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := bp.Log().Append(record.Batch(bad)); err != nil {
+		t.Fatal(err)
+	}
+	c := consumerT(t, b, &ConsumerOptions{MaxPollRecords: 3})
+	if err := c.Assign(Assignment{Topic: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	recs, err := c.Poll(ctx)
+	if !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Poll: %d records, %v; want an error matching ErrCorrupt", len(recs), err)
+	}
 }

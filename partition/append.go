@@ -174,9 +174,10 @@ func (p *Partition) AppendProduced(ctx context.Context, pid int64, batches []rec
 
 // AppendAck is what batches written by AppendProducedNoWait wait for before
 // their acknowledgement: the fsync the flush policy asks, then
-// replication's (acks=all). The zero AppendAck waits for nothing. Wait must be
-// called exactly once, and the AppendAcks of one producer's appends in the
-// order of the appends.
+// replication's (acks=all). The zero AppendAck waits for nothing. Wait must
+// be called exactly once; the Waits of successive appends may run
+// concurrently, each returning once its own batches are acknowledged (a
+// caller that reports outcomes in order orders its reports itself).
 type AppendAck struct {
 	p           *Partition
 	ctx         context.Context
