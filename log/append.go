@@ -73,9 +73,9 @@ func (w AckWait) Pending() bool { return w.l != nil }
 // the acknowledgement still waits for (AckWait.Wait: under FlushSync, an
 // fsync covering the records). An appender that writes its next batches
 // before waiting for the last ones' fsync lets that batch's fsync start
-// beside the running one (group commits overlap), so that each record
-// waits for about one fsync, the one that covers it. On an error there is
-// nothing to wait for.
+// beside the running one (group commits overlap) instead of after it; its
+// success still counts only once the running one has ended too
+// (syncActive). On an error there is nothing to wait for.
 func (l *Log) AppendNoWait(batches ...record.Batch) (first, last int64, w AckWait, err error) {
 	if l.ro != nil {
 		return -1, -1, AckWait{}, l.readOnlyErr("Append")

@@ -39,10 +39,11 @@ func (l *Log) Sync() error {
 
 // maxFlushes is how many group commits may run at once. With one, a
 // record written just after an fsync started waits for that fsync, which
-// does not cover it, and then for its own: up to two fsyncs. With two, its
-// fsync starts at once beside the running one, so a record waits for
-// about one fsync (the one that covers it), and the disk's queue has the
-// next commit while the previous one completes.
+// does not cover it, and then for its own, which starts only then. With
+// two, its fsync starts at once beside the running one, and the disk's
+// queue has the next commit while the previous one completes; its success
+// still counts only once the one beside it has ended (syncActive), so the
+// record waits for the later of the two ends.
 const maxFlushes = 2
 
 // syncTo returns once the durable end is at or past target, running group

@@ -205,9 +205,9 @@ func (a AppendAck) Pending() bool { return a.p != nil }
 // written, before their acknowledgement, which ack.Wait waits for. A
 // producer that writes its next batches before waiting for the last ones
 // has their fsync start beside the running one instead of after it
-// (log.Log.AppendNoWait), so that under FlushSync a record waits for about
-// one fsync. On an error there is nothing to wait for: the batches counted
-// are written, their outcome unknown, as with AppendProduced.
+// (log.Log.AppendNoWait). On an error there is nothing to wait for: the
+// batches counted are written, their outcome unknown, as with
+// AppendProduced.
 func (p *Partition) AppendProducedNoWait(ctx context.Context, pid int64, batches []record.Batch) (n int, ack AppendAck, err error) {
 	if ctx.Err() != nil {
 		return 0, AppendAck{}, context.Cause(ctx)
