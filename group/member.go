@@ -1149,14 +1149,35 @@ func (m *Member[R]) Commit(ctx context.Context) error {
 			offsets[tp] = off
 		}
 	}
+	as := m.commitAsLocked()
 	m.mu.Unlock()
-	return m.commit(ctx, ctx, offsets)
+	return m.commit(ctx, ctx, offsets, as)
+}
+
+// commitAs is the membership a commit is made in: the generation whose
+// ownership chose its offsets.
+type commitAs struct {
+	generation int32
+	memberID   string
+}
+
+// commitAsLocked is the member's membership now. Read under the same hold
+// of m.mu as the offsets it chose: read later, a loss and a rejoin in
+// between would send positions of partitions the member no longer owns
+// in its new generation, which the coordinator accepts, and the group's
+// offsets of those partitions move back (TestRandomSchedule, seed
+// 1796440445540926757, run 0).
+func (m *Member[R]) commitAsLocked() commitAs {
+	return commitAs{generation: m.generation, memberID: m.memberID}
 }
 
 // CommitOffsets commits the given positions (the offsets of the next
 // records to read) and returns once they are durable.
 func (m *Member[R]) CommitOffsets(ctx context.Context, offsets map[TopicPartition]int64) error {
-	return m.commit(ctx, ctx, offsets)
+	m.mu.Lock()
+	as := m.commitAsLocked()
+	m.mu.Unlock()
+	return m.commit(ctx, ctx, offsets, as)
 }
 
 // commitProcessed commits the processed positions of tps (nil: every owned
@@ -1177,12 +1198,13 @@ func (m *Member[R]) commitProcessed(ctx context.Context, tps []TopicPartition, d
 			}
 		}
 	}
+	as := m.commitAsLocked()
 	m.mu.Unlock()
 	callCtx := ctx
 	if detached {
 		callCtx = context.WithoutCancel(ctx)
 	}
-	err := m.commit(callCtx, ctx, offsets)
+	err := m.commit(callCtx, ctx, offsets, as)
 	if err != nil {
 		m.logger.Warn("group: committing processed offsets", "group", m.group, "err", err)
 	}
@@ -1225,13 +1247,11 @@ func (m *Member[R]) maybeAutoCommit(ctx context.Context) {
 
 // commit sends an OffsetCommit with the member's id and generation, under
 // ctx; findCtx bounds the search for a coordinator that moved.
-func (m *Member[R]) commit(ctx, findCtx context.Context, offsets map[TopicPartition]int64) error {
+func (m *Member[R]) commit(ctx, findCtx context.Context, offsets map[TopicPartition]int64, as commitAs) error {
 	if len(offsets) == 0 {
 		return nil
 	}
-	m.mu.Lock()
-	req := &OffsetCommitRequest{Group: m.group, GenerationID: m.generation, MemberID: m.memberID, InstanceID: m.opts.InstanceID}
-	m.mu.Unlock()
+	req := &OffsetCommitRequest{Group: m.group, GenerationID: as.generation, MemberID: as.memberID, InstanceID: m.opts.InstanceID}
 	if req.MemberID == "" || req.GenerationID < 0 {
 		if m.closed.Load() {
 			return ErrClosed
@@ -1255,10 +1275,12 @@ func (m *Member[R]) commit(ctx, findCtx context.Context, offsets map[TopicPartit
 		return err
 	}
 	m.mu.Lock()
+	// Recorded only while the member is still in the generation it
+	// committed in: a partition lost and owned again since starts afresh.
+	same := m.generation == as.generation && m.memberID == as.memberID
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
-			if p.Err == nil {
-				tp := TopicPartition{t.Topic, p.Partition}
+			if tp := (TopicPartition{t.Topic, p.Partition}); p.Err == nil && same && m.owned[tp] {
 				m.committed[tp] = offsets[tp]
 			}
 		}
