@@ -1151,8 +1151,15 @@ func (m *Member[R]) Commit(ctx context.Context) error {
 	}
 	as := m.commitAsLocked()
 	m.mu.Unlock()
+	if commitChosenHook != nil {
+		commitChosenHook()
+	}
 	return m.commit(ctx, ctx, offsets, as)
 }
+
+// commitChosenHook, set by tests only, runs in Commit between choosing the
+// offsets and sending them.
+var commitChosenHook func()
 
 // commitAs is the membership a commit is made in: the generation whose
 // ownership chose its offsets.

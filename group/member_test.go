@@ -765,3 +765,41 @@ func TestJoinThatEndsWithItsContextLeaves(t *testing.T) {
 		}
 	})
 }
+
+// A Commit whose offsets were chosen before a rebalance moved partitions
+// away is refused (the generation it was chosen in is gone), rather than
+// committed in the new generation for partitions the member no longer
+// owns, which would move their offsets back under their new owner.
+func TestCommitChosenBeforeARebalanceIsRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		topics := newMemTopics()
+		topics.create("t", 2)
+		c := newTestCoordinator(t, newMemStore(1), topics, nil)
+		defer c.Close()
+		a := startApp(t, c, topics, "g", "a", memberOpts("a", nil, nil))
+		synctest.Wait()
+		produceN(topics, "t", 2, 6)
+		synctest.Wait()
+		if len(a.records()) != 6 || len(a.m.Assignment()) != 2 {
+			t.Fatalf("a got %d records, owns %v", len(a.records()), a.m.Assignment())
+		}
+		var b *app
+		commitChosenHook = func() {
+			// Between choosing a's offsets and sending them: b joins, and
+			// the group rebalances a partition over to it.
+			b = startApp(t, c, topics, "g", "b", memberOpts("b", nil, nil))
+			synctest.Wait()
+		}
+		defer func() { commitChosenHook = nil }()
+		err := a.m.Commit(context.Background())
+		commitChosenHook = nil
+		if len(b.m.Assignment()) == 0 {
+			t.Fatalf("b owns nothing after joining: the test moved no partition")
+		}
+		if !errors.Is(err, ErrCommitFailed) {
+			t.Fatalf("Commit of offsets chosen in a generation since gone: %v, want ErrCommitFailed", err)
+		}
+		a.close(t)
+		b.close(t)
+	})
+}
