@@ -55,6 +55,22 @@ func pollCheck(t *testing.T, c *Consumer, tag string, next int) int {
 	return next
 }
 
+// keptBatchConsumer opens a broker whose topic "t" holds n records of tag
+// "v" in one batch, and a consumer of it with opts that has polled once:
+// it keeps the batch.
+func keptBatchConsumer(t *testing.T, n int, opts *ConsumerOptions) (*Broker, *Consumer) {
+	t.Helper()
+	b := openT(t, t.TempDir(), nil)
+	createTopicT(t, b, "t", TopicConfig{Flush: FlushNone})
+	produceOneBatch(t, b, "t", "v", n)
+	c := consumerT(t, b, opts)
+	if err := c.Assign(Assignment{Topic: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	pollCheck(t, c, "v", 0)
+	return b, c
+}
+
 // A batch holding many times MaxPollRecords records is read, and its CRC
 // checked, once: the Polls after the first take its records from the
 // batch they stopped inside, in every read mode.
@@ -101,15 +117,7 @@ func TestPollDrainsABatchOverPolls(t *testing.T) {
 // away from where the kept batch goes on: the next Poll reads from the new
 // position.
 func TestPollKeptBatchAfterSeek(t *testing.T) {
-	const n = 1000
-	b := openT(t, t.TempDir(), nil)
-	createTopicT(t, b, "t", TopicConfig{Flush: FlushNone})
-	produceOneBatch(t, b, "t", "v", n)
-	c := consumerT(t, b, &ConsumerOptions{MaxPollRecords: 10, ZeroCopy: true})
-	if err := c.Assign(Assignment{Topic: "t"}); err != nil {
-		t.Fatal(err)
-	}
-	pollCheck(t, c, "v", 0)
+	_, c := keptBatchConsumer(t, 1000, &ConsumerOptions{MaxPollRecords: 10, ZeroCopy: true})
 	if err := c.Seek("t", 0, AtOffset(500)); err != nil {
 		t.Fatal(err)
 	}
@@ -171,14 +179,7 @@ func TestPollKeptBatchAfterTruncation(t *testing.T) {
 // told by the Poll after them as without a kept batch.
 func TestPollKeptBatchAfterDeletion(t *testing.T) {
 	const n = 1000
-	b := openT(t, t.TempDir(), nil)
-	createTopicT(t, b, "t", TopicConfig{Flush: FlushNone})
-	produceOneBatch(t, b, "t", "v", n)
-	c := consumerT(t, b, &ConsumerOptions{MaxPollRecords: 10, Reset: ResetNone})
-	if err := c.Assign(Assignment{Topic: "t"}); err != nil {
-		t.Fatal(err)
-	}
-	pollCheck(t, c, "v", 0)
+	b, c := keptBatchConsumer(t, n, &ConsumerOptions{MaxPollRecords: 10, Reset: ResetNone})
 	if err := b.DeleteRecordsBefore("t", 0, n); err != nil {
 		t.Fatal(err)
 	}
