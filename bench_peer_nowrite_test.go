@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/vfs"
 )
 
@@ -33,22 +32,7 @@ func BenchmarkPeerAppendNoWrite(b *testing.B) {
 	u.report(b, n)
 }
 
-func BenchmarkPeerAppendLogNoWrite(b *testing.B) {
-	l, err := log.Open(discardLogFS{vfs.Default}, b.TempDir(), &log.Options{FlushPolicy: log.FlushNone}, log.State{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	w := newPeerLogWriter(b)
-	n := max(b.N/peerBatch*peerBatch, peerBatch)
-	b.SetBytes(peerSize)
-	b.ReportAllocs()
-	b.ResetTimer()
-	start, u := time.Now(), startUsage()
-	w.append(b, l, n)
-	b.ReportMetric(float64(n)/time.Since(start).Seconds(), "records/s")
-	u.report(b, n)
-}
+func BenchmarkPeerAppendLogNoWrite(b *testing.B) { benchPeerAppendLog(b, discardLogFS{vfs.Default}) }
 
 // discardLogFS is an FS whose .log files drop what is written to them.
 type discardLogFS struct{ vfs.FS }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/foliolog/folio/log"
 	"github.com/foliolog/folio/record"
+	"github.com/foliolog/folio/vfs"
 )
 
 // Benchmarks shaped like peerbench's workloads (github.com/foliolog's
@@ -338,8 +339,12 @@ func BenchmarkPeerSequentialPread(b *testing.B) {
 // peerbench's folio-log adapter does it: each batch of peerBatch records
 // encoded by a record.Builder (one timestamp per batch) and written by one
 // log.Append, FlushNone. The broker layers' cost is the ratio of the two.
-func BenchmarkPeerAppendLog(b *testing.B) {
-	l, err := log.Open(nil, b.TempDir(), &log.Options{FlushPolicy: log.FlushNone}, log.State{})
+func BenchmarkPeerAppendLog(b *testing.B) { benchPeerAppendLog(b, nil) }
+
+// benchPeerAppendLog is BenchmarkPeerAppendLog on the file system fsys
+// (nil: the operating system's).
+func benchPeerAppendLog(b *testing.B, fsys vfs.FS) {
+	l, err := log.Open(fsys, b.TempDir(), &log.Options{FlushPolicy: log.FlushNone}, log.State{})
 	if err != nil {
 		b.Fatal(err)
 	}
