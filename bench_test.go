@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/foliolog/folio/internal/benchfs"
 )
 
 // Benchmarks of the public API. Numbers depend on the machine and its disk
@@ -198,7 +200,11 @@ func benchChanLatency(b *testing.B) {
 func benchLatency(b *testing.B, flush FlushPolicy) {
 	dir := b.TempDir()
 	syncs := &fsyncRecorder{}
-	br := openT(b, dir, &Options{CheckpointInterval: -1, Metrics: syncs})
+	fs, err := benchfs.FromEnv(nil) // a slower device's fsyncs, when asked
+	if err != nil {
+		b.Fatal(err)
+	}
+	br := openT(b, dir, &Options{CheckpointInterval: -1, Metrics: syncs, FS: fs})
 	createTopicT(b, br, "lat", TopicConfig{Partitions: 1, Flush: flush})
 	p := producerT(b, br, &ProducerOptions{Linger: -1}) // append at once
 	c := consumerT(b, br, nil)

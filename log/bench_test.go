@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/foliolog/folio/internal/benchfs"
 	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/record"
 	"github.com/foliolog/folio/vfs"
@@ -236,13 +237,9 @@ func BenchmarkAppendDurable(b *testing.B) {
 // kernel CPU, which bounds what 64 appenders on 2 cores can reach).
 func BenchmarkFlushSyncConcurrency(b *testing.B) {
 	batch := benchBatch(b, 1, 100)
-	var fs vfs.FS
-	if s := os.Getenv("FOLIO_BENCH_FSYNC_DELAY"); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			b.Fatalf("FOLIO_BENCH_FSYNC_DELAY: %v", err)
-		}
-		fs = slowSyncFS{vfs.Default, d}
+	fs, err := benchfs.FromEnv(nil)
+	if err != nil {
+		b.Fatal(err)
 	}
 	for _, appenders := range []int{1, 64} {
 		name := fmt.Sprintf("appenders=%d", appenders)
@@ -276,31 +273,6 @@ func BenchmarkFlushSyncConcurrency(b *testing.B) {
 		})
 	}
 	reportRatio(b, "sync/appenders=64", "sync/appenders=1", "speedup")
-}
-
-// slowSyncFS adds delay to every Sync of a .log file, after the real one.
-type slowSyncFS struct {
-	vfs.FS
-	delay time.Duration
-}
-
-func (s slowSyncFS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
-	f, err := s.FS.OpenFile(name, flag, perm)
-	if err != nil || filepath.Ext(name) != ".log" {
-		return f, err
-	}
-	return slowSyncFile{f, s.delay}, nil
-}
-
-type slowSyncFile struct {
-	vfs.File
-	delay time.Duration
-}
-
-func (f slowSyncFile) Sync() error {
-	err := f.File.Sync()
-	time.Sleep(f.delay)
-	return err
 }
 
 // benchDir returns a fresh directory for a benchmark: under
