@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -145,4 +147,29 @@ func nudgeNetwork() error {
 		return fmt.Errorf("bench: nudge: %w", err)
 	}
 	return nil
+}
+
+// readAheadKiB is the read-ahead window of the block device holding dir
+// (its queue's read_ahead_kb in sysfs). It sets how far a sequential read
+// runs ahead and, for a page fault on a file mapping, how much the kernel
+// reads around the page it needs, which is what a cold random read through
+// mmap pays. ok is false where dir is on no block device sysfs describes
+// (tmpfs, overlay, btrfs's anonymous devices).
+func readAheadKiB(dir string) (kib int, ok bool) {
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		return 0, false
+	}
+	dev := fmt.Sprintf("/sys/dev/block/%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev))
+	// A partition has no queue of its own; its disk, one level up, has.
+	for _, p := range []string{dev + "/queue/read_ahead_kb", dev + "/../queue/read_ahead_kb"} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			return n, true
+		}
+	}
+	return 0, false
 }

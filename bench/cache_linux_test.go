@@ -84,3 +84,14 @@ func TestNudgeNetwork(t *testing.T) {
 		t.Fatalf("nudge left the thread's CPU affinity changed: %v -> %v", before, after)
 	}
 }
+
+// TestReadAhead: /proc is on no block device, so it has no read-ahead
+// window; a temporary directory may or may not, but never a negative one.
+func TestReadAhead(t *testing.T) {
+	if kib, ok := readAheadKiB("/proc"); ok {
+		t.Errorf("/proc has a read-ahead window of %d KiB", kib)
+	}
+	if kib, ok := readAheadKiB(t.TempDir()); ok && kib < 0 {
+		t.Errorf("read-ahead window %d KiB", kib)
+	}
+}

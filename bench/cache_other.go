@@ -18,3 +18,6 @@ func evict(path string) error {
 
 // nudgeNetwork has nothing to do where eviction is unsupported.
 func nudgeNetwork() error { return nil }
+
+// readAheadKiB reads sysfs, which this platform lacks.
+func readAheadKiB(dir string) (kib int, ok bool) { return 0, false }

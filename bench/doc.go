@@ -23,7 +23,10 @@
 // against write from the mapping against pread plus write). The consumer
 // process is this binary, re-executed with a flag the usage text does not
 // list; it drains its connections and reports its own getrusage, so the
-// sender's CPU time and the reader's are measured apart.
+// sender's CPU time and the reader's are measured apart. A third table
+// reads one record at a time at random offsets in the process (mmap view
+// against pread), warm and cold, with what each path made the kernel read
+// from the disk.
 //
 // The other suites go through the partition log (package log): append
 // measures records/s and MB/s per flush policy beside a plain file written

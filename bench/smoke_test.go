@@ -51,6 +51,27 @@ func TestQuickSmoke(t *testing.T) {
 			t.Errorf("table %s/%s has no rows", tb.Suite, tb.Title)
 		}
 	}
+	// The point reads of the read-paths suite: a row per path and cache
+	// state, each with a rate and a CPU time that runs produced.
+	pt := newPointTable()
+	if !strings.Contains(out, "## "+suiteReadPaths+": "+pt.Title) {
+		t.Errorf("no point-read table in output:\n%s", out)
+	}
+	for _, tb := range rep.Tables {
+		if tb.Title != pt.Title {
+			continue
+		}
+		if len(tb.Rows) < len(pointPaths) {
+			t.Errorf("point-read table has %d rows", len(tb.Rows))
+		}
+		for _, r := range tb.Rows {
+			for _, f := range r.Figures[:2] {
+				if !(f.Stats.Median > 0) {
+					t.Errorf("point-read row %v %s: %s is %v", r.Params, r.Cache, f.Name, f.Stats.Median)
+				}
+			}
+		}
+	}
 	if svg, err := os.ReadFile(svgPath); err != nil || !bytes.Contains(svg, []byte("<svg")) {
 		t.Fatalf("SVG: %v", err)
 	}

@@ -70,10 +70,10 @@ func TestRates(t *testing.T) {
 	if got := perSecond(500, 250*time.Millisecond); got != 2000 {
 		t.Errorf("perSecond = %v", got)
 	}
-	u := usage{User: 3 * time.Second, Sys: time.Second, MinFlt: 10}
-	v := usage{User: time.Second, Sys: time.Second, MinFlt: 4}
+	u := usage{User: 3 * time.Second, Sys: time.Second, MinFlt: 10, InBlock: 96}
+	v := usage{User: time.Second, Sys: time.Second, MinFlt: 4, InBlock: 32}
 	d := u.sub(v)
-	if d.cpu() != 2*time.Second || d.MinFlt != 6 {
+	if d.cpu() != 2*time.Second || d.MinFlt != 6 || d.InBlock != 64 {
 		t.Errorf("sub = %+v", d)
 	}
 	if d.add(v) != u {

@@ -28,6 +28,10 @@ type readPathsPlan struct {
 	Consumers   []int
 	// ChildBuf is the reading child's read(2) buffer per connection.
 	ChildBuf int
+	// PointReads and ColdPointReads are the reads of one point-read run
+	// with a warm and a cold cache; the cold runs read the first
+	// ColdPointReads of the same offsets.
+	PointReads, ColdPointReads int
 }
 
 func readPathsPlanFor(cfg *config) readPathsPlan {
@@ -40,20 +44,29 @@ func readPathsPlanFor(cfg *config) readPathsPlan {
 		ChildBuf:   256 << 10,
 	}
 	procs := runtime.GOMAXPROCS(0)
+	// Point reads: enough warm ones for a steady rate (about a tenth of
+	// a second a run on the development machine), and cold ones that stay
+	// a quarter of the default file's batches or less, so that pread
+	// finds most of their batches uncached.
+	var point, cold int64
 	switch cfg.Mode {
 	case modeQuick:
 		p.DataBytes = cfg.scaled(4<<20, 64<<10)
 		p.Consumers = []int{1, 2}
+		point, cold = 2_000, 200
 	case modeFull:
 		p.DataBytes = cfg.scaled(512<<20, 64<<10)
 		p.BatchBytes = []int{16 << 10, 1 << 20}
 		p.FetchBytes = []int{64 << 10, 1 << 20, 8 << 20}
 		p.Consumers = uniqueSorted([]int{1, procs, 4 * procs})
+		point, cold = 100_000, 5_000
 	default:
 		p.DataBytes = cfg.scaled(64<<20, 64<<10)
 		p.FetchBytes = []int{64 << 10, 1 << 20}
 		p.Consumers = []int{1, 4}
+		point, cold = 20_000, 1_000
 	}
+	p.PointReads, p.ColdPointReads = int(cfg.scaled(point, 100)), int(cfg.scaled(cold, 20))
 	return p
 }
 
@@ -142,7 +155,8 @@ func runReadPaths(ctx context.Context, e *env) (tables []*table, err error) {
 			{"reader bytes per read", "KiB"},
 		},
 	}
-	tables = []*table{inproc, tcp}
+	point := newPointTable()
+	tables = []*table{inproc, tcp, point}
 
 	child, err := startReaderChild(ctx)
 	if err != nil {
@@ -155,7 +169,7 @@ func runReadPaths(ctx context.Context, e *env) (tables []*table, err error) {
 		}
 	}()
 
-	total := len(plan.RecordSizes) * len(plan.BatchBytes) * len(plan.FetchBytes) * len(plan.Consumers) * len(caches) * len(allPaths)
+	total := len(plan.RecordSizes) * len(plan.BatchBytes) * (len(plan.FetchBytes)*len(plan.Consumers)*len(allPaths) + len(pointPaths)) * len(caches)
 	n := 0
 	var sockNote string
 	for _, rs := range plan.RecordSizes {
@@ -230,6 +244,9 @@ func runReadPaths(ctx context.Context, e *env) (tables []*table, err error) {
 					}
 				}
 			}
+			if err := runPointReads(ctx, e, point, ds, plan, caches, formatBytes(int64(rs)), formatBytes(int64(bb)), &n, total); err != nil {
+				return tables, err
+			}
 			if err := os.RemoveAll(dsDir); err != nil {
 				return tables, fmt.Errorf("bench: remove dataset: %w", err)
 			}
@@ -245,6 +262,8 @@ func runReadPaths(ctx context.Context, e *env) (tables []*table, err error) {
 		"mmap + write is one write(2) per fetch from the mapping; pread + write reads each fetch into a pooled buffer first; sendfile is positional sendfile(2) inside RawConn.Write.",
 		"On loopback the receiver copies straight out of the sender's buffers. After write(2) those bytes were just copied by the sender's CPU and sit in its caches; after sendfile(2) they are page-cache pages no CPU has touched, so the copy sendfile saves the sender shows up, partly, as reader CPU. Over a real network the NIC reads those pages and the reader is another machine: count the sender column there.",
 	}, notes...)
+	ra, _ := readAheadKiB(e.dir)
+	point.Notes = append(pointNotes(plan, ra), notes...)
 	return tables, nil
 }
 

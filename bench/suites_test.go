@@ -206,6 +206,17 @@ func TestPlansScale(t *testing.T) {
 	if !slices.IsSorted(rp.Consumers) {
 		t.Errorf("consumers not sorted: %v", rp.Consumers)
 	}
+	// Point reads scale with the data and keep their floors; the cold
+	// runs read a prefix of the warm runs' offsets, so never more.
+	for _, cfg := range []*config{small, full, {Mode: modeDefault, Scale: 1, Runs: 5}, {Mode: modeQuick, Scale: 0.001, Runs: 1}} {
+		p := readPathsPlanFor(cfg)
+		if p.ColdPointReads < 20 || p.ColdPointReads > p.PointReads {
+			t.Errorf("%s ×%g: %d point reads warm, %d cold", cfg.Mode, cfg.Scale, p.PointReads, p.ColdPointReads)
+		}
+	}
+	if p := readPathsPlanFor(&config{Mode: modeDefault, Scale: 1}); p.PointReads != 20_000 || p.ColdPointReads != 1_000 {
+		t.Errorf("default point reads: %d warm, %d cold", p.PointReads, p.ColdPointReads)
+	}
 	def := &config{Mode: modeDefault, Scale: 1, Runs: 5}
 	if lp := latencyPlanFor(def); len(lp.Rates) != 2 || len(lp.Policies) != 4 {
 		t.Errorf("default latency plan: %+v", lp)

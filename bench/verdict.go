@@ -20,13 +20,32 @@ type choice struct {
 	who      string // the summary's
 	mmap     string // the path of read.path=mmap, as the table names it
 	sendfile string // the path of read.path=sendfile
-	cpu      string // the table's CPU-per-byte column for the sending side
+	thr      string // the table's throughput column
+	cpu      string // the table's CPU column for the sending side
+	// per is what the CPU column is per ("byte", "read"), and rate what
+	// the summary calls more of the throughput column.
+	per, rate string
+	// point marks point reads: a case is one record read at a time, so
+	// it is set out in a table of its own, with what the reads took from
+	// the disk, and answered per cache state (see summarizeChoice).
+	point bool
 }
 
 var choices = []choice{
-	{consumer: "in-process", who: "topics read in the process", mmap: "mmap view", sendfile: "pread", cpu: "CPU"},
-	{consumer: "over TCP", who: "topics served over sockets", mmap: "mmap + write", sendfile: "sendfile", cpu: "sender CPU"},
+	{consumer: "in-process", who: "topics read in the process", mmap: "mmap view", sendfile: "pread",
+		thr: "throughput", cpu: "CPU", per: "byte", rate: "throughput"},
+	{consumer: "over TCP", who: "topics served over sockets", mmap: "mmap + write", sendfile: "sendfile",
+		thr: "throughput", cpu: "sender CPU", per: "byte", rate: "throughput"},
+	// The point-read table's columns ("reads", no "throughput") keep its
+	// rows out of the in-process choice, and the other tables' rows out
+	// of this one.
+	{consumer: "point reads", who: "topics read at random offsets in the process", mmap: "mmap view", sendfile: "pread",
+		thr: "reads", cpu: "CPU", per: "read", rate: "reads per second", point: true},
 }
+
+// diskRead is the point-read table's column of what the reads made the
+// kernel read from the disk.
+const diskRead = "disk read"
 
 const (
 	// evenWithin is the difference of medians below which two paths are
@@ -41,7 +60,11 @@ type measure struct {
 	name         string // "throughput", "CPU per byte"
 	unit         string
 	higherBetter bool
-	mmap, send   summary
+	// zeroOK marks a cost that can truly be nothing (the disk read of a
+	// warm file): a zero there is a figure, elsewhere a run that measured
+	// nothing.
+	zeroOK     bool
+	mmap, send summary
 	// noise is each side's column noise (see noise in report.go).
 	mmapNoise, sendNoise float64
 }
@@ -58,7 +81,12 @@ type outcome struct {
 func (m measure) compare() outcome {
 	var o outcome
 	a, b := m.mmap.Median, m.send.Median
-	if math.IsNaN(a) || math.IsNaN(b) || a <= 0 || b <= 0 {
+	switch {
+	case math.IsNaN(a) || math.IsNaN(b) || a < 0 || b < 0:
+		return outcome{doubt: "not measured"}
+	case m.zeroOK && a == 0 && b == 0:
+		return outcome{doubt: "none"}
+	case !m.zeroOK && (a == 0 || b == 0):
 		return outcome{doubt: "not measured"}
 	}
 	better, worse, name := a, b, "mmap"
@@ -107,10 +135,9 @@ func verdictCases(r *report) []verdictCase {
 		col := func(name string) int {
 			return slices.IndexFunc(t.Columns, func(c column) bool { return c.Name == name })
 		}
-		thr := col("throughput")
 		for _, ch := range choices {
-			cpu := col(ch.cpu)
-			rcpu := col(readerCPU)
+			thr, cpu := col(ch.thr), col(ch.cpu)
+			rcpu, disk := col(readerCPU), col(diskRead)
 			if thr < 0 || cpu < 0 {
 				continue
 			}
@@ -127,10 +154,14 @@ func verdictCases(r *report) []verdictCase {
 					vc := verdictCase{choice: ch, params: withoutPath(rm.Params), cache: cacheAsked(rm.Cache),
 						readerMmap: summarize(nil), readerSend: summarize(nil)}
 					vc.measures = []measure{
-						{name: "throughput", unit: t.Columns[thr].Unit, higherBetter: true,
+						{name: ch.rate, unit: t.Columns[thr].Unit, higherBetter: true,
 							mmap: rm.Figures[thr].Stats, send: rs.Figures[thr].Stats, mmapNoise: nz[i][thr], sendNoise: nz[j][thr]},
-						{name: "CPU per byte", unit: t.Columns[cpu].Unit,
+						{name: "CPU per " + ch.per, unit: t.Columns[cpu].Unit,
 							mmap: rm.Figures[cpu].Stats, send: rs.Figures[cpu].Stats, mmapNoise: nz[i][cpu], sendNoise: nz[j][cpu]},
+					}
+					if ch.point && disk >= 0 {
+						vc.measures = append(vc.measures, measure{name: "disk read per read", unit: t.Columns[disk].Unit, zeroOK: true,
+							mmap: rm.Figures[disk].Stats, send: rs.Figures[disk].Stats, mmapNoise: nz[i][disk], sendNoise: nz[j][disk]})
 					}
 					if rcpu >= 0 {
 						vc.readerMmap, vc.readerSend = rm.Figures[rcpu].Stats, rs.Figures[rcpu].Stats
@@ -182,6 +213,8 @@ func renderVerdict(b *strings.Builder, r *report) {
 		return
 	}
 	single := allSingle(cases)
+	streams := slices.DeleteFunc(slices.Clone(cases), func(c verdictCase) bool { return c.choice.point })
+	points := slices.DeleteFunc(slices.Clone(cases), func(c verdictCase) bool { return !c.choice.point })
 	b.WriteString("## Verdict: mmap or sendfile?\n\n")
 	b.WriteString("A topic's read.path setting chooses for all its consumers. With mmap, consumers in the process read mmap views and sockets get write(2) from the mapping; with sendfile, consumers in the process get a pread copy and sockets get sendfile(2). Each case below sets those two rows of the read-paths tables side by side, named by the setting, and gives the winner by their medians and by how much it did better: more throughput, less CPU per byte of the sending process.")
 	if single {
@@ -189,9 +222,44 @@ func renderVerdict(b *strings.Builder, r *report) {
 	} else {
 		b.WriteString(" Where the runs cannot tell the two apart, the cell says why: runs that overlap, a single run, or runs that disagree by more than the noise (unsteady).\n\n")
 	}
+	renderCases(b, streams)
+	if len(points) > 0 {
+		b.WriteString("Point reads (one record at a random offset per read, in the process) set the same two rows side by side per read: more reads per second, less CPU per read, and less read from the disk, read-ahead included.\n\n")
+		renderCases(b, points)
+	}
+	var answers []string
+	for _, ch := range choices {
+		var mine []verdictCase
+		for _, c := range cases {
+			if c.choice == ch {
+				mine = append(mine, c)
+			}
+		}
+		if len(mine) == 0 {
+			continue
+		}
+		summary, answer := summarizeChoice(ch, mine, !single)
+		b.WriteString("- " + summary + "\n")
+		answers = append(answers, answer)
+	}
+	fmt.Fprintf(b, "\n**Answer from this run: %s.** It rests on CPU per byte, which other load on the machine disturbs less than throughput; throughput decides only where CPU per byte is split evenly.", strings.Join(answers, "; "))
+	if len(points) > 0 {
+		b.WriteString(" Point reads are answered the same way on CPU per read, reads per second deciding a tie, for each cache state apart: a topic read at random is mostly in the page cache or mostly not, and the two states may want different paths.")
+	}
+	if single {
+		fmt.Fprintf(b, " Every comparison rests on single runs: take it as a first look, and run the default mode (%d runs per cell) before relying on it.", defaultRuns(modeDefault))
+	}
+	b.WriteString("\n\n")
+}
 
-	// Parameters that vary between cases become columns; the others are
-	// said once.
+// renderCases writes one verdict table: a row per case, a column per
+// parameter that varies between them (the others are said once), then
+// the cache state and a cell per measure. The cases share their
+// parameters and measures.
+func renderCases(b *strings.Builder, cases []verdictCase) {
+	if len(cases) == 0 {
+		return
+	}
 	var varying, fixed []string
 	for i, p := range cases[0].params {
 		vals := map[string]bool{}
@@ -211,11 +279,19 @@ func renderVerdict(b *strings.Builder, r *report) {
 	for _, n := range varying {
 		b.WriteString(" " + escapeCell(n) + " |")
 	}
-	b.WriteString(" cache | throughput | CPU per byte |\n|---|")
+	b.WriteString(" cache |")
+	for _, m := range cases[0].measures {
+		b.WriteString(" " + escapeCell(m.name) + " |")
+	}
+	b.WriteString("\n|---|")
 	for range varying {
 		b.WriteString("---|")
 	}
-	b.WriteString("---|---|---|\n")
+	b.WriteString("---|")
+	for range cases[0].measures {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
 	for _, c := range cases {
 		b.WriteString("| " + c.choice.consumer + " |")
 		for _, p := range c.params {
@@ -230,33 +306,16 @@ func renderVerdict(b *strings.Builder, r *report) {
 		b.WriteString("\n")
 	}
 	b.WriteString("\n")
-	var answers []string
-	for _, ch := range choices {
-		var mine []verdictCase
-		for _, c := range cases {
-			if c.choice == ch {
-				mine = append(mine, c)
-			}
-		}
-		if len(mine) == 0 {
-			continue
-		}
-		summary, answer := summarizeChoice(ch, mine, !single)
-		b.WriteString("- " + summary + "\n")
-		answers = append(answers, answer)
-	}
-	fmt.Fprintf(b, "\n**Answer from this run: %s.** It rests on CPU per byte, which other load on the machine disturbs less than throughput; throughput decides only where CPU per byte is split evenly.", strings.Join(answers, "; "))
-	if single {
-		fmt.Fprintf(b, " Every comparison rests on single runs: take it as a first look, and run the default mode (%d runs per cell) before relying on it.", defaultRuns(modeDefault))
-	}
-	b.WriteString("\n\n")
 }
 
 // describeOutcome is one cell of the verdict table: "**sendfile**, 67%
 // more (mmap 1487, sendfile 2490 MB/s)", or "even (...)", with the doubt.
 func describeOutcome(m measure, o outcome) string {
-	if o.doubt == "not measured" {
+	switch o.doubt {
+	case "not measured":
 		return "n/a"
+	case "none":
+		return "none (0 " + m.unit + " for both)"
 	}
 	figures := fmt.Sprintf("mmap %s, sendfile %s %s", formatNumber(m.mmap.Median), formatNumber(m.send.Median), m.unit)
 	var s string
@@ -293,7 +352,7 @@ func tallyOf(cases []verdictCase, measure int) tally {
 	var t tally
 	for _, c := range cases {
 		o := c.measures[measure].compare()
-		if o.doubt == "not measured" {
+		if o.doubt == "not measured" || o.doubt == "none" {
 			continue
 		}
 		if o.doubt == "" {
@@ -328,20 +387,44 @@ func (t tally) describe() string {
 	return fmt.Sprintf("mmap in %s, sendfile in %s, even in %d of %d cases", one(t.mmap, t.mmapBy), one(t.send, t.sendBy), t.even, t.cases())
 }
 
-// summarizeChoice tallies both measures for one kind of consumer and
+// summarizeChoice tallies the measures for one kind of consumer and
 // returns that summary and the read path to use. The answer rests on CPU
-// per byte, which other load on the machine disturbs less than
-// throughput; where CPU per byte is split evenly, throughput decides.
+// per byte (per read), which other load on the machine disturbs less
+// than throughput; where CPU is split evenly, throughput decides. Point
+// reads are tallied and answered per cache state: a topic read at random
+// is mostly cached or mostly not, and each state may want its own path.
 // sure says whether to count the comparisons the runs could tell apart
 // (none can with single runs).
 func summarizeChoice(ch choice, cases []verdictCase, sure bool) (summary, answer string) {
-	thr, cpu := tallyOf(cases, 0), tallyOf(cases, 1)
 	var s strings.Builder
-	fmt.Fprintf(&s, "**Consumers %s** (%s against %s): less CPU per byte with %s; more throughput with %s.",
-		ch.consumer, ch.mmap, ch.sendfile, cpu.describe(), thr.describe())
+	if ch.point {
+		fmt.Fprintf(&s, "**Point reads in the process** (%s against %s).", ch.mmap, ch.sendfile)
+		type picked struct {
+			path   string
+			narrow bool
+		}
+		var picks []picked
+		var parts []string
+		for _, state := range cacheStates(cases) {
+			mine := slices.DeleteFunc(slices.Clone(cases), func(c verdictCase) bool { return c.cache != state })
+			fmt.Fprintf(&s, " %s: %s.", capitalize(state), describeTallies(ch, mine))
+			path, narrow := pick(tallyOf(mine, 0), tallyOf(mine, 1))
+			picks = append(picks, picked{path, narrow})
+			parts = append(parts, ch.cacheAnswer(path, narrow, state))
+		}
+		if slices.ContainsFunc(picks, func(p picked) bool { return p != picks[0] }) {
+			answer = "for " + ch.who + ", " + strings.Join(parts, ", ")
+		} else {
+			answer = ch.answer(picks[0].path, picks[0].narrow)
+		}
+	} else {
+		fmt.Fprintf(&s, "**Consumers %s** (%s against %s): %s.", ch.consumer, ch.mmap, ch.sendfile, describeTallies(ch, cases))
+		answer = ch.answer(pick(tallyOf(cases, 0), tallyOf(cases, 1)))
+	}
 	if sure {
-		fmt.Fprintf(&s, " The runs told the two apart in %d of the %d CPU comparisons and %d of the %d throughput comparisons.",
-			cpu.sure, cpu.cases(), thr.sure, thr.cases())
+		thr, cpu := tallyOf(cases, 0), tallyOf(cases, 1)
+		fmt.Fprintf(&s, " The runs told the two apart in %d of the %d CPU comparisons and %d of the %d %s comparisons.",
+			cpu.sure, cpu.cases(), thr.sure, thr.cases(), ch.rate)
 	}
 	if d, ok := readerCost(cases); ok {
 		word := "more"
@@ -350,19 +433,82 @@ func summarizeChoice(ch choice, cases []verdictCase, sure bool) (summary, answer
 		}
 		fmt.Fprintf(&s, " The reading process spent a median %.0f%% %s CPU per byte with sendfile: on loopback it shares this machine's cores; over a network it is another machine, and the sender's CPU is what counts.", 100*d, word)
 	}
+	return s.String(), answer
+}
+
+// describeTallies is "less CPU per byte with mmap in ...; more throughput
+// with ...", and what the reads took from the disk where cases measured
+// it (point reads).
+func describeTallies(ch choice, cases []verdictCase) string {
+	thr, cpu := tallyOf(cases, 0), tallyOf(cases, 1)
+	s := fmt.Sprintf("less CPU per %s with %s; more %s with %s", ch.per, cpu.describe(), ch.rate, thr.describe())
+	if len(cases[0].measures) > 2 {
+		if disk := tallyOf(cases, 2); disk.cases() > 0 {
+			s += "; less read from the disk with " + disk.describe()
+		}
+	}
+	return s
+}
+
+// pick is the read path the tallies favour: the one with less CPU in
+// more cases, or where CPU is split evenly the one with more throughput
+// (narrow); "" when neither tells.
+func pick(thr, cpu tally) (path string, narrow bool) {
 	switch {
 	case cpu.mmap > cpu.send:
-		answer = "read.path=mmap for " + ch.who
+		return "mmap", false
 	case cpu.send > cpu.mmap:
-		answer = "read.path=sendfile for " + ch.who
+		return "sendfile", false
 	case thr.mmap > thr.send:
-		answer = "read.path=mmap for " + ch.who + ", narrowly (on throughput alone)"
+		return "mmap", true
 	case thr.send > thr.mmap:
-		answer = "read.path=sendfile for " + ch.who + ", narrowly (on throughput alone)"
-	default:
-		answer = "for " + ch.who + " either read path (this run tells no difference)"
+		return "sendfile", true
 	}
-	return s.String(), answer
+	return "", false
+}
+
+// cacheAnswer words pick's result for one cache state, a part of a
+// point-read answer that differs between states: "read.path=mmap with a
+// warm cache".
+func (ch choice) cacheAnswer(path string, narrow bool, state string) string {
+	switch {
+	case path == "":
+		return "either read path with a " + state + " cache"
+	case narrow:
+		return "read.path=" + path + " with a " + state + " cache, narrowly (on " + ch.rate + " alone)"
+	}
+	return "read.path=" + path + " with a " + state + " cache"
+}
+
+// answer words pick's result for ch: "read.path=mmap for topics read in
+// the process".
+func (ch choice) answer(path string, narrow bool) string {
+	switch {
+	case path == "":
+		return "for " + ch.who + " either read path (this run tells no difference)"
+	case narrow:
+		return "read.path=" + path + " for " + ch.who + ", narrowly (on " + ch.rate + " alone)"
+	}
+	return "read.path=" + path + " for " + ch.who
+}
+
+// cacheStates are the cache states of cases, in the order they first
+// appear.
+func cacheStates(cases []verdictCase) []string {
+	var out []string
+	for _, c := range cases {
+		if !slices.Contains(out, c.cache) {
+			out = append(out, c.cache)
+		}
+	}
+	return out
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // readerCost is the median relative difference of the reader's CPU per

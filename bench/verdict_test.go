@@ -143,3 +143,140 @@ func TestCacheAsked(t *testing.T) {
 		}
 	}
 }
+
+// pointTable is the read-paths point-read table with the suite's own
+// columns. fig gives a path's runs of reads per second, CPU per read and
+// disk read per read in a cache state.
+func pointTable(t *testing.T, fig func(path, cache string) (rate, cpu, disk []float64)) *table {
+	t.Helper()
+	pt := newPointTable()
+	for _, rec := range []string{"100 B", "16 KiB"} {
+		for _, c := range []struct{ state, cache, reads string }{
+			{"warm", "warm, 100% resident", "20000"},
+			{"cold", "cold, 0% resident", "1000"},
+		} {
+			for _, p := range []string{"mmap view", "pread"} {
+				rate, cpu, disk := fig(p, c.state)
+				faults := []float64{0.05}
+				if err := pt.add([]string{p, rec, "16 KiB", c.reads}, c.cache, [][]float64{rate, cpu, faults, faults, disk}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	return pt
+}
+
+// TestVerdictPointReads: point reads are set out in a table of their
+// own, tallied per cache state with what they read from the disk, and
+// answered per cache state when the states disagree, without changing
+// the answer for streaming consumers.
+func TestVerdictPointReads(t *testing.T) {
+	three := func(v float64) []float64 { return []float64{v * 0.99, v, v * 1.01} }
+	streams := func(path, rec string) ([]float64, []float64) {
+		if path == "mmap view" || path == "sendfile" {
+			return three(1000), three(0.8)
+		}
+		return three(1000), three(1.0)
+	}
+	r := verdictReport(t, 3, streams)
+	r.Tables = append(r.Tables, pointTable(t, func(path, cache string) ([]float64, []float64, []float64) {
+		switch {
+		case cache == "warm" && path == "mmap view":
+			return three(300), three(2), three(0) // 50% more reads, a third less CPU
+		case cache == "warm":
+			return three(200), three(3), three(0)
+		case path == "mmap view":
+			return three(10), three(40), three(64) // cold: read-around reads 4x more
+		}
+		return three(20), three(20), three(16)
+	}))
+	out := renderedVerdict(r)
+	for _, want := range []string{
+		"Point reads (one record at a random offset per read, in the process)",
+		"In every case: batch 16 KiB.",
+		"| consumer | record | reads per run | cache | reads per second | CPU per read | disk read per read |",
+		"| point reads | 100 B | 20000 | warm | **mmap**, 50% more (mmap 300, sendfile 200 k/s) | **mmap**, 33% less (mmap 2.00, sendfile 3.00 µs/read) | none (0 KiB/read for both) |",
+		"| point reads | 16 KiB | 1000 | cold | **sendfile**, 100% more (mmap 10.0, sendfile 20.0 k/s) | **sendfile**, 50% less (mmap 40.0, sendfile 20.0 µs/read) | **sendfile**, 75% less (mmap 64.0, sendfile 16.0 KiB/read) |",
+		// The streaming consumers' tallies hold only their own rows.
+		"less CPU per byte with mmap in 2 (by 20%), sendfile in 0, even in 0 of 2 cases",
+		"**Point reads in the process** (mmap view against pread). Warm: less CPU per read with mmap in 2 (by 33%), sendfile in 0, even in 0 of 2 cases; more reads per second with mmap in 2 (by 50%), sendfile in 0, even in 0 of 2 cases.",
+		"Cold: less CPU per read with mmap in 0, sendfile in 2 (by 50%), even in 0 of 2 cases; more reads per second with mmap in 0, sendfile in 2 (by 100%), even in 0 of 2 cases; less read from the disk with mmap in 0, sendfile in 2 (by 75%), even in 0 of 2 cases.",
+		"The runs told the two apart in 4 of the 4 CPU comparisons and 4 of the 4 reads per second comparisons.",
+		"**Answer from this run: read.path=mmap for topics read in the process; read.path=sendfile for topics served over sockets; for topics read at random offsets in the process, read.path=mmap with a warm cache, read.path=sendfile with a cold cache.**",
+		"Point reads are answered the same way on CPU per read",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("verdict lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Count(out, "| point reads |") != 4 {
+		t.Errorf("want 4 point-read cases:\n%s", out)
+	}
+	// The stream table is as it was without point reads.
+	plain := renderedVerdict(verdictReport(t, 3, streams))
+	streamTable := func(s string) string {
+		i := strings.Index(s, "| consumer |")
+		return s[i : i+strings.Index(s[i:], "\n\n")]
+	}
+	if got, want := streamTable(out), streamTable(plain); got != want {
+		t.Errorf("point reads changed the stream table:\n%s\nwant\n%s", got, want)
+	}
+	// Point reads do not enter the chart.
+	if a, b := mustChart(t, r), mustChart(t, verdictReport(t, 3, streams)); a != b {
+		t.Errorf("point reads changed the chart's series: %d against %d", a, b)
+	}
+
+	// When both cache states favour one path, the answer is that path.
+	r = &report{Mode: modeDefault, Runs: 3, Tables: []*table{pointTable(t, func(path, cache string) ([]float64, []float64, []float64) {
+		if path == "pread" {
+			return three(100), three(5), three(16)
+		}
+		return three(100), three(4), three(16)
+	})}}
+	out = renderedVerdict(r)
+	for _, want := range []string{
+		"**Answer from this run: read.path=mmap for topics read at random offsets in the process.**",
+		"less read from the disk with mmap in 0, sendfile in 0, even in 2 of 2 cases",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("point-only verdict lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "| in-process |") || strings.Contains(out, "**Consumers") {
+		t.Errorf("point-only verdict names streaming consumers:\n%s", out)
+	}
+}
+
+func mustChart(t *testing.T, r *report) int {
+	t.Helper()
+	series, _, err := chartData(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(series)
+}
+
+// TestCompareZero: a zero is a figure only for a cost that can truly be
+// none; two of them are no comparison, one beats any cost.
+func TestCompareZero(t *testing.T) {
+	fig := func(v float64) summary { return summarize([]float64{v, v, v}) }
+	for _, tt := range []struct {
+		m           measure
+		winner      string
+		doubt       string
+		describeHas string
+	}{
+		{measure{zeroOK: true, unit: "KiB/read", mmap: fig(0), send: fig(0)}, "", "none", "none (0 KiB/read for both)"},
+		{measure{zeroOK: true, unit: "KiB/read", mmap: fig(0), send: fig(16)}, "mmap", "", "**mmap**, 100% less"},
+		{measure{unit: "ns/B", mmap: fig(0), send: fig(1)}, "", "not measured", "n/a"},
+	} {
+		o := tt.m.compare()
+		if o.winner != tt.winner || o.doubt != tt.doubt {
+			t.Errorf("%+v: winner %q doubt %q, want %q %q", tt.m, o.winner, o.doubt, tt.winner, tt.doubt)
+		}
+		if d := describeOutcome(tt.m, o); !strings.Contains(d, tt.describeHas) {
+			t.Errorf("%+v: %q lacks %q", tt.m, d, tt.describeHas)
+		}
+	}
+}
