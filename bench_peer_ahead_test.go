@@ -55,8 +55,10 @@ func BenchmarkPeerSequentialAhead(b *testing.B) {
 			err   error
 		}
 		full, empty := make(chan *polled, 1), make(chan *polled, 2)
-		for range 2 {
-			empty <- &polled{recs: make([]Record, 0, DefaultMaxPollRecords)}
+		slots := []*polled{{}, {}}
+		for _, pl := range slots {
+			pl.recs = make([]Record, 0, DefaultMaxPollRecords)
+			empty <- pl
 		}
 		quit := make(chan struct{})
 		done := make(chan struct{})
@@ -109,7 +111,17 @@ func BenchmarkPeerSequentialAhead(b *testing.B) {
 				}
 			}
 		}()
-		defer func() { close(quit); <-done }()
+		defer func() {
+			close(quit)
+			<-done
+			// Wherever each slot was when the goroutine stopped, its views
+			// go back now (Release is idempotent).
+			for _, pl := range slots {
+				for _, v := range pl.views {
+					v.Release()
+				}
+			}
+		}()
 		var last *polled
 		peerAheadRun(b, func(context.Context) ([]Record, error) {
 			if last != nil {
