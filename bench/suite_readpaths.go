@@ -47,7 +47,8 @@ func readPathsPlanFor(cfg *config) readPathsPlan {
 	// Point reads: enough warm ones for a steady rate (about a tenth of
 	// a second a run on the development machine), and cold ones that stay
 	// a quarter of the default file's batches or less, so that pread
-	// finds most of their batches uncached.
+	// finds most of their batches uncached (pointCount bounds them by the
+	// batches of each dataset too).
 	var point, cold int64
 	switch cfg.Mode {
 	case modeQuick:

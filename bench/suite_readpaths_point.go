@@ -104,7 +104,7 @@ func runPointReads(ctx context.Context, e *env, t *table, ds *dataset, plan read
 		}
 	}
 	for _, c := range caches {
-		rs := reads[:min(pointCount(plan, c), len(reads))]
+		rs := reads[:min(pointCount(plan, ds, c), len(reads))]
 		params := []string{"", rec, batch, fmt.Sprint(len(rs))}
 		for _, p := range pointPaths {
 			*n++
@@ -236,12 +236,16 @@ func newPointTable() *table {
 	}
 }
 
-// pointCount is the reads of one point-read run in cache state c. Cold
-// runs make fewer, so that most of their reads still find their batch
-// out of the page cache (with pread; mmap's read-around brings in more).
-func pointCount(plan readPathsPlan, c cacheState) int {
+// pointCount is the reads of one point-read run of ds in cache state c.
+// Cold runs make fewer: at most ColdPointReads, and at most a quarter of
+// the dataset's batches, so that (with offsets drawn uniformly) most of
+// a run's reads find their batch not yet read by an earlier read of the
+// run, and so uncached with pread (mmap's read-around brings in more).
+// -full's 1 MiB batches leave 512 batches in its 512 MiB file: without
+// the bound, 5,000 cold reads would find nine in ten batches cached.
+func pointCount(plan readPathsPlan, ds *dataset, c cacheState) int {
 	if c == coldCache {
-		return plan.ColdPointReads
+		return max(min(plan.ColdPointReads, len(ds.Batches)/4), 1)
 	}
 	return plan.PointReads
 }
@@ -269,7 +273,7 @@ func pointNotes(plan readPathsPlan, readAhead int) []string {
 		window = fmt.Sprintf("the read-ahead window of the data directory's block device, read_ahead_kb = %d KiB here", readAhead)
 	}
 	return []string{
-		fmt.Sprintf("Each run reads %d records (warm) or %d (cold), one at a time, at offsets drawn uniformly over the whole %s segment file with a fixed seed: the same offsets in the same order for both paths and every run, the cold runs' being the first %d of the warm runs'. One reader.", plan.PointReads, plan.ColdPointReads, formatBytes(plan.DataBytes), plan.ColdPointReads),
+		fmt.Sprintf("Each run reads %d records (warm) or %d (cold; fewer where that is over a quarter of the file's batches, so that most cold reads find their batch not yet read: the reads per run column gives the count), one at a time, at offsets drawn uniformly over the whole %s segment file with a fixed seed: the same offsets in the same order for both paths and every run, the cold runs' being the first of the warm runs'. One reader.", plan.PointReads, plan.ColdPointReads, formatBytes(plan.DataBytes)),
 		"A read does what Folio's consumer does for a read that lands inside a batch: a readpath View of exactly the batch holding the record (about the batch column's size), its Bytes (the mmap view's inside readpath.Guard), record.Parse over the batch (size and CRC-32C: Folio checks every batch it reads, as Kafka's check.crcs does), RecordIter.SkipBefore to pass the records before it without decoding them, every byte of its value touched, then Release. Each read's value is checked against one worked out before the runs by reading the batch with ReadAt and decoding it record by record.",
 		"The Source is opened before each run and kept open across its reads, as a broker keeps a segment open: an mmap run maps the file once, so the warm mmap row includes the minor faults of first touching each page (later reads of a page take none), and pread reads into one pooled buffer class. CPU is getrusage(RUSAGE_SELF) across the reads with the garbage collector held off; faults and disk reads are per read.",
 		"Disk read is what the process asked the block layer to read (getrusage's ru_inblock; Linux: read_bytes of /proc/self/io), read-ahead included. A page fault on a file mapping makes the kernel read a window around the page, up to " + window + ", where pread reads the pages it asks for (more only when the pages just before are cached and the kernel takes the read for a stream). Cold runs read fewer records than warm ones so that most still find their batch uncached; how much of the file one mmap fault brings in, and so how many later reads hit, depends on that window against the file's size.",

@@ -129,3 +129,63 @@ func valuesOf(t *testing.T, ds *dataset) map[int64]uint64 {
 		b = rest
 	}
 }
+
+// TestPointCountBoundsColdReads: a cold run reads at most a quarter of
+// its dataset's batches, whatever the mode asks (-full's 1 MiB batches
+// leave 512 in its file), and at least one; a warm run reads what the
+// plan says.
+func TestPointCountBoundsColdReads(t *testing.T) {
+	for _, cfg := range []*config{{Mode: modeQuick, Scale: 1}, {Mode: modeDefault, Scale: 1}, {Mode: modeFull, Scale: 1}, {Mode: modeDefault, Scale: 0.05}} {
+		plan := readPathsPlanFor(cfg)
+		for _, bb := range plan.BatchBytes {
+			ds := &dataset{Batches: make([]span, max(plan.DataBytes/int64(bb), 1))}
+			cold := pointCount(plan, ds, coldCache)
+			if cold < 1 || cold > max(len(ds.Batches)/4, 1) || cold > plan.ColdPointReads {
+				t.Errorf("%s ×%g, %d-byte batches: %d cold reads of %d batches (plan %d)", cfg.Mode, cfg.Scale, bb, cold, len(ds.Batches), plan.ColdPointReads)
+			}
+			if warm := pointCount(plan, ds, warmCache); warm != plan.PointReads {
+				t.Errorf("%s ×%g: %d warm reads, plan %d", cfg.Mode, cfg.Scale, warm, plan.PointReads)
+			}
+		}
+	}
+}
+
+// TestReadPointChecksTheCRC: a byte changed in a record after the one
+// read leaves that record's own bytes right, so only the batch's CRC-32C
+// can tell; both paths must refuse the batch, as Folio's consumer does.
+func TestReadPointChecksTheCRC(t *testing.T) {
+	ds, err := writeDataset(t.TempDir(), batchPlan{RecSize: 100, BatchBytes: 4 << 10, Total: 20 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := ds.Batches[1]
+	if b.Records < 2 {
+		t.Fatalf("batch %+v holds one record: nothing after the one read", b)
+	}
+	f, err := os.OpenFile(ds.Path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos := b.Pos + int64(b.Size) - 10 // inside the last record's value
+	one := make([]byte, 1)
+	if _, err := f.ReadAt(one, pos); err != nil {
+		t.Fatal(err)
+	}
+	one[0] ^= 0x40
+	if _, err := f.WriteAt(one, pos); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pointPaths {
+		src, err := openSource(ds, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := readPoint(src, p, b, b.BaseOffset); !errors.Is(err, ErrMismatch) {
+			t.Errorf("%s: a batch whose last record changed gives %v for its first, want ErrMismatch", p, err)
+		}
+		src.Close()
+	}
+}
