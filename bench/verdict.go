@@ -69,6 +69,11 @@ type measure struct {
 	mmapNoise, sendNoise float64
 }
 
+// zeroBelow is where a zeroOK cost counts as nothing: under a hundredth
+// of its unit (0.01 KiB of disk read per read) is a stray block or two
+// across a run, not a cost of the path.
+const zeroBelow = 0.01
+
 // outcome is a comparison of the two paths on one measure.
 type outcome struct {
 	winner string  // "mmap", "sendfile" or "" for even
@@ -84,7 +89,9 @@ func (m measure) compare() outcome {
 	switch {
 	case math.IsNaN(a) || math.IsNaN(b) || a < 0 || b < 0:
 		return outcome{doubt: "not measured"}
-	case m.zeroOK && a == 0 && b == 0:
+	case m.zeroOK && a < zeroBelow && b < zeroBelow:
+		// A stray block (0.0004 KiB a read) against none is not "100%
+		// less": both read nothing worth comparing.
 		return outcome{doubt: "none"}
 	case !m.zeroOK && (a == 0 || b == 0):
 		return outcome{doubt: "not measured"}
@@ -315,7 +322,10 @@ func describeOutcome(m measure, o outcome) string {
 	case "not measured":
 		return "n/a"
 	case "none":
-		return "none (0 " + m.unit + " for both)"
+		if m.mmap.Median == 0 && m.send.Median == 0 {
+			return "none (0 " + m.unit + " for both)"
+		}
+		return fmt.Sprintf("none (under %g %s for both: mmap %s, sendfile %s)", zeroBelow, m.unit, formatNumber(m.mmap.Median), formatNumber(m.send.Median))
 	}
 	figures := fmt.Sprintf("mmap %s, sendfile %s %s", formatNumber(m.mmap.Median), formatNumber(m.send.Median), m.unit)
 	var s string
@@ -409,6 +419,10 @@ func summarizeChoice(ch choice, cases []verdictCase, sure bool) (summary, answer
 			mine := slices.DeleteFunc(slices.Clone(cases), func(c verdictCase) bool { return c.cache != state })
 			fmt.Fprintf(&s, " %s: %s.", capitalize(state), describeTallies(ch, mine))
 			path, narrow := pick(tallyOf(mine, 0), tallyOf(mine, 1))
+			if other := diskOpposes(path, mine); other != "" {
+				fmt.Fprintf(&s, " %s, the answer rests on CPU, but read.path=%s read more from the disk in more of these cases than read.path=%s: where the data does not stay cached, that is the cost to weigh.",
+					capitalize(state), path, other)
+			}
 			picks = append(picks, picked{path, narrow})
 			parts = append(parts, ch.cacheAnswer(path, narrow, state))
 		}
@@ -448,6 +462,23 @@ func describeTallies(ch choice, cases []verdictCase) string {
 		}
 	}
 	return s
+}
+
+// diskOpposes returns the other path when cases measured disk reads and
+// path read more from the disk in more of them than the other did, ""
+// otherwise.
+func diskOpposes(path string, cases []verdictCase) string {
+	if path == "" || len(cases) == 0 || len(cases[0].measures) < 3 {
+		return ""
+	}
+	disk := tallyOf(cases, 2)
+	switch {
+	case path == "mmap" && disk.send > disk.mmap:
+		return "sendfile"
+	case path == "sendfile" && disk.mmap > disk.send:
+		return "mmap"
+	}
+	return ""
 }
 
 // pick is the read path the tallies favour: the one with less CPU in

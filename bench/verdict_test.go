@@ -246,6 +246,35 @@ func TestVerdictPointReads(t *testing.T) {
 	if strings.Contains(out, "| in-process |") || strings.Contains(out, "**Consumers") {
 		t.Errorf("point-only verdict names streaming consumers:\n%s", out)
 	}
+	if strings.Contains(out, "the answer rests on CPU") {
+		t.Errorf("an even disk read is said to oppose the answer:\n%s", out)
+	}
+
+	// When the path with less CPU read more from the disk (mmap's
+	// read-around, cold), the summary says so beside the answer.
+	r = &report{Mode: modeDefault, Runs: 3, Tables: []*table{pointTable(t, func(path, cache string) ([]float64, []float64, []float64) {
+		switch {
+		case path == "pread" && cache == "cold":
+			return three(100), three(5), three(16)
+		case cache == "cold":
+			return three(110), three(4), three(64)
+		case path == "pread":
+			return three(100), three(5), three(0)
+		}
+		return three(110), three(4), three(0)
+	})}}
+	out = renderedVerdict(r)
+	for _, want := range []string{
+		"**Answer from this run: read.path=mmap for topics read at random offsets in the process.**",
+		"Cold, the answer rests on CPU, but read.path=mmap read more from the disk in more of these cases than read.path=sendfile",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("verdict lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "Warm, the answer rests on CPU") {
+		t.Errorf("a warm cache that read nothing is said to read more:\n%s", out)
+	}
 }
 
 func mustChart(t *testing.T, r *report) int {
@@ -270,6 +299,8 @@ func TestCompareZero(t *testing.T) {
 		{measure{zeroOK: true, unit: "KiB/read", mmap: fig(0), send: fig(0)}, "", "none", "none (0 KiB/read for both)"},
 		{measure{zeroOK: true, unit: "KiB/read", mmap: fig(0), send: fig(16)}, "mmap", "", "**mmap**, 100% less"},
 		{measure{unit: "ns/B", mmap: fig(0), send: fig(1)}, "", "not measured", "n/a"},
+		// A stray block across a run is not a cost: no "100% less".
+		{measure{zeroOK: true, unit: "KiB/read", mmap: fig(0), send: fig(0.0004)}, "", "none", "none (under 0.01 KiB/read for both"},
 	} {
 		o := tt.m.compare()
 		if o.winner != tt.winner || o.doubt != tt.doubt {
