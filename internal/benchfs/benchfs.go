@@ -4,6 +4,7 @@
 package benchfs
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,8 +26,11 @@ func FromEnv(fs vfs.FS) (vfs.FS, error) {
 		return fs, nil
 	}
 	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return nil, fmt.Errorf("benchfs: %s=%q: want a duration such as 1ms", EnvFsyncDelay, s)
+	if err == nil && d < 0 {
+		err = errors.New("negative")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("benchfs: %s=%q: want a duration such as 1ms: %w", EnvFsyncDelay, s, err)
 	}
 	return SlowSync(fs, d), nil
 }
