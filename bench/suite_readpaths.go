@@ -309,46 +309,27 @@ func openSource(ds *dataset, p pathKind) (readpath.Source, error) {
 
 // inprocRun is one run of in-process consumers over the dataset.
 func inprocRun(ds *dataset, p pathKind, plan []fetch, consumers int, c cacheState) (readRun, error) {
-	var rr readRun
-	res, err := prepareCache(c, []string{ds.Path})
-	if err != nil {
-		return rr, err
-	}
-	rr.Resident = res
-	src, err := openSource(ds, p)
-	if err != nil {
-		return rr, err
-	}
-	defer src.Close()
 	type out struct {
 		records int64
 		sum     uint64
 		err     error
 	}
 	outs := make([]out, consumers)
-	restore := quiesce()
-	u0, err := selfUsage()
-	if err != nil {
-		restore()
-		return rr, err
-	}
-	t0 := time.Now()
-	var wg sync.WaitGroup
-	for i := range consumers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			outs[i].records, outs[i].sum, outs[i].err = consumeAll(src, p, plan)
-		}()
-	}
-	wg.Wait()
-	rr.Elapsed = time.Since(t0)
-	u1, err := selfUsage()
-	restore()
+	rr, err := measuredRun(ds, p, c, func(src readpath.Source) error {
+		var wg sync.WaitGroup
+		for i := range consumers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				outs[i].records, outs[i].sum, outs[i].err = consumeAll(src, p, plan)
+			}()
+		}
+		wg.Wait()
+		return nil
+	})
 	if err != nil {
 		return rr, err
 	}
-	rr.Sender = u1.sub(u0)
 	for i, o := range outs {
 		if o.err != nil {
 			return rr, fmt.Errorf("consumer %d: %w", i, o.err)
@@ -360,6 +341,42 @@ func inprocRun(ds *dataset, p pathKind, plan []fetch, consumers int, c cacheStat
 		rr.Records += o.records
 	}
 	rr.Bytes = int64(consumers) * ds.Size
+	return rr, nil
+}
+
+// measuredRun is the frame of one in-process run: the page cache put in
+// state c, a Source of the dataset opened for path p (so every mmap run
+// maps afresh), then body timed with this process's CPU and faults
+// counted across it and the garbage collector held off. It fills the
+// run's Resident, Elapsed and Sender; body's error ends the run.
+func measuredRun(ds *dataset, p pathKind, c cacheState, body func(src readpath.Source) error) (readRun, error) {
+	var rr readRun
+	res, err := prepareCache(c, []string{ds.Path})
+	if err != nil {
+		return rr, err
+	}
+	rr.Resident = res
+	src, err := openSource(ds, p)
+	if err != nil {
+		return rr, err
+	}
+	defer src.Close()
+	restore := quiesce()
+	defer restore()
+	u0, err := selfUsage()
+	if err != nil {
+		return rr, err
+	}
+	t0 := time.Now()
+	if err := body(src); err != nil {
+		return rr, err
+	}
+	rr.Elapsed = time.Since(t0)
+	u1, err := selfUsage()
+	if err != nil {
+		return rr, err
+	}
+	rr.Sender = u1.sub(u0)
 	return rr, nil
 }
 

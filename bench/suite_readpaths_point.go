@@ -6,7 +6,6 @@ import (
 	"os"
 	"slices"
 	"sort"
-	"time"
 
 	"github.com/foliolog/folio/readpath"
 	"github.com/foliolog/folio/record"
@@ -135,41 +134,21 @@ func runPointReads(ctx context.Context, e *env, t *table, ds *dataset, plan read
 // of each page is a fault inside the run, and later reads of that page
 // take none.
 func pointRun(ds *dataset, p pathKind, reads []pointRead, c cacheState) (readRun, error) {
-	var rr readRun
-	res, err := prepareCache(c, []string{ds.Path})
-	if err != nil {
-		return rr, err
-	}
-	rr.Resident = res
-	src, err := openSource(ds, p)
-	if err != nil {
-		return rr, err
-	}
-	defer src.Close()
-	restore := quiesce()
-	u0, err := selfUsage()
-	if err != nil {
-		restore()
-		return rr, err
-	}
-	t0 := time.Now()
-	for i, r := range reads {
-		got, err := readPoint(src, p, ds.Batches[r.Batch], r.Offset)
-		if err == nil && got != r.Want {
-			err = fmt.Errorf("%w: value sum %x, the file holds %x", ErrMismatch, got, r.Want)
+	rr, err := measuredRun(ds, p, c, func(src readpath.Source) error {
+		for i, r := range reads {
+			got, err := readPoint(src, p, ds.Batches[r.Batch], r.Offset)
+			if err == nil && got != r.Want {
+				err = fmt.Errorf("%w: value sum %x, the file holds %x", ErrMismatch, got, r.Want)
+			}
+			if err != nil {
+				return fmt.Errorf("point read %d, offset %d: %w", i, r.Offset, err)
+			}
 		}
-		if err != nil {
-			restore()
-			return rr, fmt.Errorf("point read %d, offset %d: %w", i, r.Offset, err)
-		}
-	}
-	rr.Elapsed = time.Since(t0)
-	u1, err := selfUsage()
-	restore()
+		return nil
+	})
 	if err != nil {
 		return rr, err
 	}
-	rr.Sender = u1.sub(u0)
 	rr.Records = int64(len(reads))
 	for _, r := range reads {
 		rr.Bytes += int64(ds.Batches[r.Batch].Size)

@@ -192,7 +192,7 @@ func TestVerdictPointReads(t *testing.T) {
 		return three(20), three(20), three(16)
 	}))
 	out := renderedVerdict(r)
-	for _, want := range []string{
+	containsAll(t, out, "verdict",
 		"Point reads (one record at a random offset per read, in the process)",
 		"In every case: batch 16 KiB.",
 		"| consumer | record | reads per run | cache | reads per second | CPU per read | disk read per read |",
@@ -205,11 +205,7 @@ func TestVerdictPointReads(t *testing.T) {
 		"The runs told the two apart in 4 of the 4 CPU comparisons and 4 of the 4 reads per second comparisons.",
 		"**Answer from this run: read.path=mmap for topics read in the process; read.path=sendfile for topics served over sockets; for topics read at random offsets in the process, read.path=mmap with a warm cache, read.path=sendfile with a cold cache.**",
 		"Point reads are answered the same way on CPU per read",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("verdict lacks %q:\n%s", want, out)
-		}
-	}
+	)
 	if strings.Count(out, "| point reads |") != 4 {
 		t.Errorf("want 4 point-read cases:\n%s", out)
 	}
@@ -235,14 +231,10 @@ func TestVerdictPointReads(t *testing.T) {
 		return three(100), three(4), three(16)
 	})}}
 	out = renderedVerdict(r)
-	for _, want := range []string{
+	containsAll(t, out, "point-only verdict",
 		"**Answer from this run: read.path=mmap for topics read at random offsets in the process.**",
 		"less read from the disk with mmap in 0, sendfile in 0, even in 2 of 2 cases",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("point-only verdict lacks %q:\n%s", want, out)
-		}
-	}
+	)
 	if strings.Contains(out, "| in-process |") || strings.Contains(out, "**Consumers") {
 		t.Errorf("point-only verdict names streaming consumers:\n%s", out)
 	}
@@ -264,16 +256,22 @@ func TestVerdictPointReads(t *testing.T) {
 		return three(110), three(4), three(0)
 	})}}
 	out = renderedVerdict(r)
-	for _, want := range []string{
+	containsAll(t, out, "verdict",
 		"**Answer from this run: read.path=mmap for topics read at random offsets in the process.**",
 		"Cold, the answer rests on CPU, but read.path=mmap read more from the disk in more of these cases than read.path=sendfile",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("verdict lacks %q:\n%s", want, out)
-		}
-	}
+	)
 	if strings.Contains(out, "Warm, the answer rests on CPU") {
 		t.Errorf("a warm cache that read nothing is said to read more:\n%s", out)
+	}
+}
+
+// containsAll reports each of wants that out lacks, naming out as what.
+func containsAll(t *testing.T, out, what string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(out, want) {
+			t.Errorf("%s lacks %q:\n%s", what, want, out)
+		}
 	}
 }
 
