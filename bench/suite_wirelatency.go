@@ -81,6 +81,10 @@ func runWireLatency(ctx context.Context, e *env) ([]*table, error) {
 
 var monoBase = time.Now()
 
+// warmUp is the value of the records wireLatency produces until its
+// consumer has found its position: shorter than a stamp.
+var warmUp = []byte{'w'}
+
 func stamp(b []byte) []byte { return binary.BigEndian.AppendUint64(b, uint64(time.Since(monoBase))) }
 
 func since(v []byte) float64 {
@@ -120,22 +124,35 @@ func wireLatency(ctx context.Context, addr string, rate int, dur time.Duration) 
 	if err := prod.Ping(ctx); err != nil {
 		return nil, err
 	}
-	// The consumer starts at the end: let it find its position first.
-	if err := prod.ProduceSync(ctx, &kgo.Record{Value: stamp(nil)}).FirstErr(); err != nil {
-		return nil, err
-	}
+	// The consumer starts at the end: let it find its position first. A
+	// record produced before it has (its ListOffsets may come after the
+	// append) lies behind that position and is never fetched, so until
+	// it fetches one, another warm-up record is produced after each
+	// fetch that returned none. Warm-up records are one byte long, which
+	// the measurement below passes over: one fetched late is no latency.
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	for cons.PollFetches(cctx).NumRecords() == 0 && cctx.Err() == nil {
+	for warm := 0; warm == 0 && cctx.Err() == nil; {
+		if err := prod.ProduceSync(ctx, &kgo.Record{Value: warmUp}).FirstErr(); err != nil {
+			return nil, err
+		}
+		pctx, pcancel := context.WithTimeout(cctx, 200*time.Millisecond)
+		warm = cons.PollFetches(pctx).NumRecords()
+		pcancel()
+	}
+	if err := cctx.Err(); err != nil {
+		return nil, fmt.Errorf("the consumer fetched no warm-up record: %w", err)
 	}
 	got := make(chan []float64, 1)
 	go func() {
 		var lat []float64
 		for done := false; !done && cctx.Err() == nil; {
 			cons.PollFetches(cctx).EachRecord(func(r *kgo.Record) {
-				if len(r.Value) == 0 { // the end marker
+				switch {
+				case len(r.Value) == 0: // the end marker
 					done = true
-				} else if !done {
+				case len(r.Value) == len(warmUp): // fetched after the warm-up ended
+				case !done:
 					lat = append(lat, since(r.Value))
 				}
 			})
