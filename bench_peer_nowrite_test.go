@@ -4,7 +4,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/foliolog/folio/vfs"
 )
@@ -18,18 +17,7 @@ import (
 // Nothing reads the segments back, so the batches are not counted.
 
 func BenchmarkPeerAppendNoWrite(b *testing.B) {
-	br := openT(b, b.TempDir(), &Options{CheckpointInterval: -1, FS: discardLogFS{vfs.Default}})
-	createTopicT(b, br, "peer", TopicConfig{Partitions: 1, Flush: FlushNone})
-	p := producerT(b, br, nil)
-	peerAppend(b, p, 0, peerBatch) // the producer id and the first segment
-	n := max(b.N/peerBatch*peerBatch, peerBatch)
-	b.SetBytes(peerSize)
-	b.ReportAllocs()
-	b.ResetTimer()
-	start, u := time.Now(), startUsage()
-	peerAppend(b, p, peerBatch, peerBatch+n)
-	b.ReportMetric(float64(n)/time.Since(start).Seconds(), "records/s")
-	u.report(b, n)
+	benchPeerAppend(b, b.TempDir(), discardLogFS{vfs.Default})
 }
 
 func BenchmarkPeerAppendLogNoWrite(b *testing.B) { benchPeerAppendLog(b, discardLogFS{vfs.Default}) }
