@@ -26,12 +26,8 @@ func BenchmarkPeerDurableAppend(b *testing.B) {
 	for i := range vals {
 		vals[i] = make([]byte, 1024)
 	}
-	var failed error
-	cb := func(_ *Record, err error) {
-		if err != nil {
-			failed = err
-		}
-	}
+	var failed failures
+	cb := failed.callback
 	next := 0
 	batch := func() {
 		for i := range peerBatch {
@@ -39,8 +35,8 @@ func BenchmarkPeerDurableAppend(b *testing.B) {
 			recs[i] = Record{Topic: "durable", Value: vals[i]}
 			p.ProduceAsync(ctx, &recs[i], cb)
 		}
-		if err := p.Flush(ctx); err != nil || failed != nil {
-			b.Fatal(err, failed)
+		if err := p.Flush(ctx); err != nil || failed.get() != nil {
+			b.Fatal(err, failed.get())
 		}
 		next += peerBatch
 	}

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -68,15 +67,8 @@ func peerAppendEvery(b *testing.B, p *Producer, from, to, every int) {
 	for i := range vals {
 		vals[i] = make([]byte, peerSize)
 	}
-	var mu sync.Mutex
-	var failed error
-	cb := func(_ *Record, err error) {
-		if err != nil {
-			mu.Lock()
-			failed = err
-			mu.Unlock()
-		}
-	}
+	var failed failures
+	cb := failed.callback
 	for n := from; n < to; n += every {
 		k := min(every, to-n)
 		for i := range k {
@@ -87,8 +79,8 @@ func peerAppendEvery(b *testing.B, p *Producer, from, to, every int) {
 		if err := p.Flush(ctx); err != nil {
 			b.Fatal(err)
 		}
-		if failed != nil {
-			b.Fatal(failed)
+		if err := failed.get(); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -36,15 +36,8 @@ func benchProduceAsync(b *testing.B, flush FlushPolicy) {
 	for i := range recs {
 		recs[i] = Record{Topic: "bench", Value: val}
 	}
-	var failed error
-	var failMu sync.Mutex // guards failed
-	cb := func(_ *Record, err error) {
-		if err != nil {
-			failMu.Lock()
-			failed = err
-			failMu.Unlock()
-		}
-	}
+	var failed failures
+	cb := failed.callback
 	ctx := context.Background()
 	b.SetBytes(int64(len(val)))
 	b.ReportAllocs()
@@ -58,8 +51,8 @@ func benchProduceAsync(b *testing.B, flush FlushPolicy) {
 	}
 	elapsed := time.Since(start)
 	b.StopTimer()
-	if failed != nil {
-		b.Fatal(failed)
+	if err := failed.get(); err != nil {
+		b.Fatal(err)
 	}
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "records/s")
 	b.ReportMetric(float64(br.Stats().ProduceBlocked), "blocked")

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,6 +42,27 @@ func testSeed(t testing.TB) uint64 {
 
 // openT opens a Broker on dir and closes it at the end of the test (a test
 // that closes it itself gets ErrClosed there, which is ignored).
+// failures keeps the last error ProduceAsync callbacks report; callback
+// may run on any of the producer's goroutines.
+type failures struct {
+	mu  sync.Mutex // guards err
+	err error
+}
+
+func (f *failures) callback(_ *Record, err error) {
+	if err != nil {
+		f.mu.Lock()
+		f.err = err
+		f.mu.Unlock()
+	}
+}
+
+func (f *failures) get() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
 func openT(t testing.TB, dir string, opts *Options) *Broker {
 	t.Helper()
 	b, err := Open(dir, opts)

@@ -2,7 +2,6 @@ package folio
 
 import (
 	"context"
-	"sync"
 	"testing"
 )
 
@@ -19,23 +18,16 @@ func TestProducerOnePartitionThenGrown(t *testing.T) {
 	produce := func(n int) map[int32]int {
 		t.Helper()
 		recs := make([]Record, n)
-		var mu sync.Mutex
-		var failed error
+		var failed failures
 		for i := range recs {
 			recs[i] = Record{Topic: "one", Value: make([]byte, 100)}
-			p.ProduceAsync(ctx, &recs[i], func(_ *Record, err error) {
-				if err != nil {
-					mu.Lock()
-					failed = err
-					mu.Unlock()
-				}
-			})
+			p.ProduceAsync(ctx, &recs[i], failed.callback)
 		}
 		if err := p.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if failed != nil {
-			t.Fatal(failed)
+		if err := failed.get(); err != nil {
+			t.Fatal(err)
 		}
 		per := map[int32]int{}
 		for _, r := range recs {

@@ -80,15 +80,8 @@ func TestCompressionSplitKeepsTimestamps(t *testing.T) {
 	p := producerT(t, b, &ProducerOptions{Linger: time.Hour}) // fill whole batches
 	rng := rand.New(rand.NewPCG(testSeed(t), 5))
 	opened := clock.Now()
-	var mu sync.Mutex
-	var failed error
-	cb := func(_ *Record, err error) {
-		if err != nil {
-			mu.Lock()
-			failed = err
-			mu.Unlock()
-		}
-	}
+	var failed failures
+	cb := failed.callback
 	const n = 40
 	own := func(i int) time.Time { return time.UnixMilli(1_600_000_000_000 + int64(i)) }
 	for i := range n {
@@ -107,8 +100,8 @@ func TestCompressionSplitKeepsTimestamps(t *testing.T) {
 	if err := p.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if failed != nil {
-		t.Fatal(failed)
+	if err := failed.get(); err != nil {
+		t.Fatal(err)
 	}
 	// A record produced without a timestamp carries the time its pending
 	// batch opened: the produce time of the batch's first record, opened

@@ -94,6 +94,19 @@ func memberOpts(name string, ev *events, mod func(*MemberOptions)) *MemberOption
 }
 
 // startApp joins a member and polls on a goroutine until stopped.
+// oneMemberGroup is the start of several synctest tests: a topic "t" of
+// two partitions, a coordinator (the caller closes it), and member "a" of
+// group "g" once it has joined and owns both partitions.
+func oneMemberGroup(t *testing.T) (*memTopics, *Coordinator, *app) {
+	t.Helper()
+	topics := newMemTopics()
+	topics.create("t", 2)
+	c := newTestCoordinator(t, newMemStore(1), topics, nil)
+	a := startApp(t, c, topics, "g", "a", memberOpts("a", nil, nil))
+	synctest.Wait()
+	return topics, c, a
+}
+
 func startApp(t *testing.T, c *Coordinator, topics *memTopics, group, name string, opts *MemberOptions) *app {
 	t.Helper()
 	r := newMemReader(topics)
@@ -274,12 +287,8 @@ func TestCooperativeRebalanceReleasesBeforeReassigning(t *testing.T) {
 // above). Outside a rebalance the same answer does ask for a rejoin.
 func TestRebalanceAnswerDuringJoinDoesNotRejoinAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		topics := newMemTopics()
-		topics.create("t", 2)
-		c := newTestCoordinator(t, newMemStore(1), topics, nil)
+		_, c, a := oneMemberGroup(t)
 		defer c.Close()
-		a := startApp(t, c, topics, "g", "a", memberOpts("a", nil, nil))
-		synctest.Wait()
 		m := a.m
 		m.mu.Lock()
 		id, gen := m.memberID, m.generation
@@ -666,12 +675,8 @@ func TestRevokeCallbackCommitsBeforeHandOver(t *testing.T) {
 
 func TestLeaderRebalancesWhenPartitionsAreAdded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		topics := newMemTopics()
-		topics.create("t", 2)
-		c := newTestCoordinator(t, newMemStore(1), topics, nil)
+		topics, c, a := oneMemberGroup(t)
 		defer c.Close()
-		a := startApp(t, c, topics, "g", "a", memberOpts("a", nil, nil))
-		synctest.Wait()
 		b := startApp(t, c, topics, "g", "b", memberOpts("b", nil, nil))
 		synctest.Wait()
 		topics.create("t", 6)
@@ -772,12 +777,8 @@ func TestJoinThatEndsWithItsContextLeaves(t *testing.T) {
 // owns, which would move their offsets back under their new owner.
 func TestCommitChosenBeforeARebalanceIsRefused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		topics := newMemTopics()
-		topics.create("t", 2)
-		c := newTestCoordinator(t, newMemStore(1), topics, nil)
+		topics, c, a := oneMemberGroup(t)
 		defer c.Close()
-		a := startApp(t, c, topics, "g", "a", memberOpts("a", nil, nil))
-		synctest.Wait()
 		produceN(topics, "t", 2, 6)
 		synctest.Wait()
 		if len(a.records()) != 6 || len(a.m.Assignment()) != 2 {
